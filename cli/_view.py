@@ -110,14 +110,29 @@ def describe(event: ev.Event) -> str | None:
         case ev.ApprovalRequested(request=r):
             args = cut(json.dumps(r.arguments, sort_keys=True), 60)
             return f"  ?? {r.step_id} {r.worker} waits for approval: {r.tool_name}({args}) [{r.request_id}]"
-        case ev.ApprovalResolved(request_id=rid, tool=tool, decision=decision, decided_by=by):
-            return f"  {'no' if decision == 'deny' else 'ok'} {tool} [{rid}]: {decision}{f' by {by}' if by else ''}"
+        case ev.ApprovalResolved():
+            return _resolved_line(event)
         case ev.RunCompleted(result=result):
             return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens{cost(result.usage)}"
         case ev.RunFailed(error_type=kind):  # why: the command's last line says it once
             return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cost(event.usage)}"
         case _:
             assert_never(event)
+
+
+def _resolved_line(event: ev.ApprovalResolved) -> str:
+    """A decision, and what the call's guards made of an edit: what ran, or that none did."""
+    by = f" by {event.decided_by}" if event.decided_by else ""
+    refused = event.decision == "deny" or event.guarded == "refused"
+    line = f"  {'no' if refused else 'ok'} {event.tool} [{event.request_id}]: {event.decision}{by}"
+    if event.guarded == "rewritten":
+        ran = cut(json.dumps(event.ran_arguments, sort_keys=True), 60)
+        return f"{line}, rewritten by its guards: ran with {ran}"
+    if event.guarded == "refused":
+        return f"{line}, refused by its guards: {cut(event.guard_reason)}"
+    if event.guarded == "unjudged":
+        return f"{line}, its guards had not judged it when the run stopped"
+    return line
 
 
 def _judged(verdict: Verdict) -> str:

@@ -59,6 +59,7 @@ class Pending:
     calls: StepCalls | None = None  # that step's calls, while one waits on this request
     step: tuple[str, int, str] | None = None  # the step (maybe nested) that asked it
     cut: bool = False  # its step ended while a decision was being recorded: tell the run
+    judging: bool = False  # the waiting call's guards judge an edit (see ``EditJudged``)
 
 
 @final

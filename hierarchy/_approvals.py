@@ -33,7 +33,14 @@ from regiment.hierarchy._approval_entries import (
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._nested_calls import NestedCalls
 from regiment.hierarchy._nested_waits import InFlight, NestedWaits, StepCalls
-from regiment.tools import ApprovalDecision, ApprovalRequest, Approver, Deny, ask_approver
+from regiment.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approver,
+    Deny,
+    EditArguments,
+    ask_approver,
+)
 
 if TYPE_CHECKING:
     from regiment.journal import Journal
@@ -47,6 +54,8 @@ __all__ = (
     "ApprovalDesk",
     "ApprovalNoticed",
     "ApprovalSettled",
+    "DeskNotice",
+    "EditJudged",
     "NestedStalled",
     "Notice",
     "StepAt",
@@ -56,8 +65,12 @@ __all__ = (
 )
 
 
+class DeskNotice(msgspec.Struct, frozen=True):
+    """What the approval desk tells a run's planner: one of ``Notice``."""
+
+
 @final
-class ApprovalNoticed(msgspec.Struct, frozen=True):
+class ApprovalNoticed(DeskNotice, frozen=True):
     """A planner message: a call of this run waits for a decision."""
 
     request: ApprovalRequest
@@ -65,7 +78,7 @@ class ApprovalNoticed(msgspec.Struct, frozen=True):
 
 
 @final
-class ApprovalSettled(msgspec.Struct, frozen=True):
+class ApprovalSettled(DeskNotice, frozen=True):
     """A planner message: a pending request of this run was decided (or expired)."""
 
     request: ApprovalRequest
@@ -73,10 +86,20 @@ class ApprovalSettled(msgspec.Struct, frozen=True):
     by: str
     waited_s: float
     journaled: bool = False  # decided while the run was paused: the journal has it
+    judging: bool = False  # an edit the call's guards judge next (``EditJudged`` follows)
 
 
 @final
-class NestedStalled(msgspec.Struct, frozen=True):
+class EditJudged(DeskNotice, frozen=True):
+    """A planner message: the call's ``tool_call`` guards judged a request's edit
+    (``verdict``: the edit as they left it, or the denial they made of it)."""
+
+    request_id: str
+    verdict: ApprovalDecision
+
+
+@final
+class NestedStalled(DeskNotice, frozen=True):
     """A planner message: a run nested in this one has nothing left to do but wait for
     decisions, so the step it serves waits too; or (``run_id`` this run's own) a step
     of this run whose decided call worked now only waits: the run may have to pause."""
@@ -84,7 +107,7 @@ class NestedStalled(msgspec.Struct, frozen=True):
     run_id: str
 
 
-Notice = ApprovalNoticed | ApprovalSettled | NestedStalled
+Notice = ApprovalNoticed | ApprovalSettled | EditJudged | NestedStalled
 
 
 class StepAt(NamedTuple):
@@ -182,9 +205,12 @@ class ApprovalDesk:
         tool: Tool[..., object] | None,
         at: StepAt | None = None,
         calls: StepCalls | None = None,
+        *,
+        judging: bool = False,
     ) -> ApprovalDecision:
         """Register ``request`` (once), tell its run, and wait for the decision (``at``:
-        the step, maybe of a nested run, whose call waits; ``calls``: that step's calls).
+        the step, maybe of a nested run, whose call waits; ``calls``: that step's calls;
+        ``judging``: the call's guards judge an edit next, and tell its run so).
 
         An expired request is a denial. Cancelled (the run paused or stopped),
         the request stays pending.
@@ -199,12 +225,10 @@ class ApprovalDesk:
             journaled, decision, by = await asked_before(self.journal, request, _RECORD_GRACE)
             if decision is not None and entry.decision is None:  # (``approve`` may be quicker)
                 entry.decision, entry.by, entry.journaled = decision, by, True
+        entry.judging = judging
         if entry.decision is not None:  # decided while the run was paused
             if not entry.told:  # (``settle`` may have told it already)
-                settled = ApprovalSettled(
-                    entry.request, entry.decision, entry.by, 0.0, journaled=entry.journaled
-                )
-                await self.tell(request.run_id, settled)
+                await self.tell(request.run_id, _settled(entry, entry.decision, 0.0))
             return entry.decision
         started = entry.started = time.monotonic()
         if not self._expired(entry):
@@ -228,10 +252,7 @@ class ApprovalDesk:
             return entry.decision or Deny(reason="no decision")
         if entry.decision is None:
             entry.decision, entry.by = _EXPIRED, "timeout"
-        waited = time.monotonic() - started
-        settled = ApprovalSettled(
-            entry.request, entry.decision, entry.by, waited, journaled=entry.journaled
-        )
+        settled = _settled(entry, entry.decision, time.monotonic() - started)
         await self.tell(request.run_id, settled)
         return entry.decision
 
@@ -278,9 +299,7 @@ class ApprovalDesk:
         entry.told = True
         self._unhold(entry, waking=1)  # before its run hears of the decision
         entry.ready.set()
-        waited = time.monotonic() - entry.started
-        settled = ApprovalSettled(entry.request, decision, by, waited, journaled=journaled)
-        await self.tell(entry.request.run_id, settled)
+        await self.tell(run_id, _settled(entry, decision, time.monotonic() - entry.started))
 
     def withdraw(
         self, request_id: str, decision: Deny
@@ -342,27 +361,37 @@ class ApprovalDesk:
 
 
 async def ask_policy(
-    desk: ApprovalDesk, request: ApprovalRequest, policy: Approver
+    desk: ApprovalDesk, request: ApprovalRequest, policy: Approver, *, judging: bool = False
 ) -> ApprovalDecision:
     """Let ``policy`` (an in-process approver) decide ``request`` at once.
 
     A request of a resumed run that was journaled before the run paused is settled
     like a human's: a decision taken meanwhile (``regiment approve``) is applied and
-    the approver not asked; otherwise the approver's decision is journaled by the run.
+    the approver not asked; otherwise the approver's decision is journaled by the run
+    (``judging``: the call's guards judge an edit next, see ``ApprovalDesk.wait``).
     """
     if desk.journal is None:
         return await ask_approver(policy, request)
     asked, decision, by = await journaled_decision(desk.journal, request)
     if decision is not None:
-        await desk.tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True))
+        edit = judging and isinstance(decision, EditArguments)
+        await desk.tell(request.run_id, ApprovalSettled(request, decision, by, 0.0, True, edit))
         return decision
     started = time.monotonic()
     decision = await ask_approver(policy, request)
     if asked:  # still pending in the journal: the run records how it was decided
         waited = time.monotonic() - started
-        await desk.tell(request.run_id, ApprovalSettled(request, decision, "approver", waited))
+        edit = judging and isinstance(decision, EditArguments)
+        settled = ApprovalSettled(request, decision, "approver", waited, False, edit)
+        await desk.tell(request.run_id, settled)
     return decision
 
 
 def _decided(entry: Pending) -> bool:
     return entry.decision is not None
+
+
+def _settled(entry: Pending, decision: ApprovalDecision, waited: float) -> ApprovalSettled:
+    """What the run hears of ``entry``'s decision as its call goes on with it."""
+    judging = entry.judging and isinstance(decision, EditArguments)
+    return ApprovalSettled(entry.request, decision, entry.by, waited, entry.journaled, judging)

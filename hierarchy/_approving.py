@@ -19,10 +19,17 @@ import msgspec
 from regiment._text import clipped
 from regiment.errors import AlreadyFinished, ApprovalError, LeaseHeld
 from regiment.hierarchy._approvals import ApprovalDesk, decision_name
+from regiment.hierarchy._cancelling import cancel_paused
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
-from regiment.journal import ApprovalDecided, ApprovalRequested, Journal, Lease
+from regiment.journal import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Journal,
+    Lease,
+    find_approval,
+)
 from regiment.tools import (
     ApprovalDecision,
     ApprovalRequest,
@@ -34,6 +41,7 @@ from regiment.tools import (
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
+    from regiment.hierarchy.events import RunFailed
 
 __all__ = (
     "DecidesApprovals",
@@ -89,6 +97,28 @@ class DecidesApprovals:
     def _live(self, run_id: str) -> RunChannel | None:
         """The channel of run ``run_id``, if it is in progress here."""
         return self._channels.get(run_id)
+
+    async def cancel_paused(self, run_id: str, *, reason: str = "") -> RunFailed | None:
+        """Cancel a run that paused for approvals: it ends ``cancelled`` (journaled so: it
+        is not resumed), and its pending requests are withdrawn (a decision on one is
+        refused: its run was cancelled). A live run is cancelled by cancelling its caller
+        (``run``, ``stream``) or, in a service, ``POST /runs/{id}/cancel``.
+
+        Args:
+            run_id: the paused run.
+            reason: why, for the record (its ``RunFailed`` message ends with it).
+
+        Returns:
+            The run's last event (``RunFailed``, ``error_type`` ``"RunCancelled"``, with
+            what it got to by its pause); ``None`` if it is not paused (live here or in
+            another process, or ended), when nothing changed.
+
+        Raises:
+            UnknownRun: the team's journal has no such run.
+        """
+        if self._live(run_id) is not None:
+            return None
+        return await cancel_paused(self._desk, self.journal, run_id, reason)
 
     async def pending_approvals(self, run_id: str | None = None) -> tuple[ApprovalRequest, ...]:
         """Undecided requests, of one run or of all: the live ones here, then the journal's."""
@@ -225,18 +255,11 @@ async def journaled_request(
     journal: Journal, request_id: str, run_id: str | None
 ) -> tuple[ApprovalRequested | None, ApprovalDecided | None]:
     """The journaled request ``request_id`` and its decision, if any (``None``s if unknown)."""
-    if run_id is None:
-        for waiting in await journal.pending_approvals():
-            if waiting.approval_id == request_id:
-                return waiting, None
-        runs = [info.run_id for info in await journal.list_runs(limit=100)]
+    if run_id is None:  # in whichever run holds it, an old one's too
+        found = await find_approval(journal, request_id)
     else:
-        runs = [run_id]
-    for one in runs:  # a look-up by key per run, not a read of each run
-        found = await journal.approval(one, request_id)
-        if found is not None:
-            return found.request, found.decision
-    return None, None
+        found = await journal.approval(run_id, request_id)
+    return (None, None) if found is None else (found.request, found.decision)
 
 
 async def record_decision(

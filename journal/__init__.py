@@ -34,7 +34,8 @@ Keys
     the intent's idempotency key); ``model_response(run_id, call_key)`` gives a
     response to replay instead of re-sending (``call_key`` is the engine's stable
     name for the call, e.g. ``"plan/1"``); ``approval(run_id, approval_id)`` gives
-    an approval's request and, once taken, its decision. ``pending_approvals()`` lists requests
+    an approval's request and, once taken, its decision (``find_approval(journal,
+    approval_id)``, in whichever run holds it). ``pending_approvals()`` lists requests
     without a decision of the runs that have not ended; ``session_history(session)`` gives the earlier runs of a
     session (goal, status, answer, committed step outputs), oldest first.
 
@@ -155,6 +156,7 @@ __all__ = (
     "ToolCallFinished",
     "ToolCallStarted",
     "describe_owner",
+    "find_approval",
     "heartbeat",
     "nested_run_id",
     "not_resumable_alone",
@@ -190,6 +192,7 @@ _LAZY_NAMES = LazyNames(
             "open_journal",
         ),
         "regiment.journal._protocol": ("Journal",),
+        "regiment.journal._requests": ("find_approval",),
         "regiment.journal._records": (
             "ApprovalDecided",
             "ApprovalRequested",
@@ -255,6 +258,7 @@ if TYPE_CHECKING:
         ToolCallFinished,
         ToolCallStarted,
     )
+    from regiment.journal._requests import find_approval
     from regiment.journal._sqlite import SqliteJournal
     from regiment.journal._views import (
         CommittedStep,

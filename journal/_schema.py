@@ -15,6 +15,9 @@ first commit of a kind writes a ``record:KIND`` row to ``journal_meta`` (its val
 regiment that wrote it); a regiment opening the journal checks those rows against the
 kinds it knows (see ``RecordMarks``). Journals written before the rows were
 written name none of the kinds they hold, all of which every regiment since knows.
+
+An index may be added the same way, with no new version (an older regiment keeps it up
+to date as it writes): ``_requests.INDEX`` is added as a journal is opened for writing.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from regiment._version import __version__
 from regiment.errors import JournalError
 from regiment.journal._codec import KNOWN_KINDS
+from regiment.journal._requests import add_index
 
 __all__ = ("CURRENT_VERSION", "FORMAT", "RecordMarks", "prepare", "record_marks")
 
@@ -75,6 +79,7 @@ def prepare(execute: Execute, *, has_meta: bool, blob: str, where: str) -> None:
             execute("INSERT INTO journal_meta (name, value) VALUES (?, ?)", (name, value))
         for statement in _CREATE[1:]:
             execute(statement.format(blob=blob), ())
+        add_index(execute, blob)
         return
     version = read_version(execute, where)
     if version > CURRENT_VERSION:
@@ -90,6 +95,7 @@ def prepare(execute: Execute, *, has_meta: bool, blob: str, where: str) -> None:
             "UPDATE journal_meta SET value = ? WHERE name = 'schema_version'",
             (str(CURRENT_VERSION),),
         )
+    add_index(execute, blob)  # (a journal made before the index was: once)
 
 
 def record_marks(execute: Execute) -> dict[str, str]:

@@ -14,6 +14,7 @@ import anyio
 
 from regiment.errors import ConfigError, JournalError
 from regiment.journal._buffered import BufferedJournal
+from regiment.journal._requests import INDEX
 from regiment.journal._schema import CURRENT_VERSION, prepare, read_version
 from regiment.journal._sql import SqlStore
 from regiment.journal._store import Batch, Refused
@@ -147,7 +148,8 @@ class _SqliteStore(SqlStore):
         conn = self._connection()
         conn.execute("PRAGMA journal_mode=WAL")  # a journal's is already: no lock taken
         conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
-        if version == CURRENT_VERSION:  # nothing to write, so no wait for the write lock
+        indexed = bool(self._execute("SELECT 1 FROM sqlite_master WHERE name = ?", (INDEX,)))
+        if version == CURRENT_VERSION and indexed:  # nothing to write, so no wait for the lock
             self._check_writable()  # another process may hold it a long while
             return
         with self._write_transaction():

@@ -128,6 +128,14 @@ class Service:
             return None
         return top
 
+    async def cancel_paused(self, run_id: str) -> bool:
+        """Cancel a run paused for approvals (``RunningTeam.cancel_paused``); this process's
+        record of it ends as the journal's does. Whether it was paused (and is cancelled)."""
+        ended = await self.live().running.cancel_paused(run_id)
+        if ended is not None and self.store.get(run_id) is not None:
+            self.store.append(run_id, ended)
+        return ended is not None
+
     async def latest(self, record: RunRecord) -> RunRecord:
         """``record``, or, if another process took its run over from this one, the run as
         the journal has it (as its new owner runs it)."""

@@ -149,8 +149,9 @@ def decided_view(
     """What ``POST /approvals/{request_id}`` answers: the request as listed, and what was
     decided; an edit's ``arguments`` are the edited ones (as ``ApprovalResolved``'s are),
     the model's ``requested_arguments`` beside them. The call's ``tool_call`` guards
-    still judge an edit before the tool runs (their ``GuardrailRewrote`` or
-    ``GuardrailTripped`` event says if they changed or refused it)."""
+    still judge an edit before the tool runs, after this answer (on a paused run, at its
+    resume): the request's ``ApprovalResolved`` event says what they made of it
+    (``guarded``, ``ran_arguments``, ``guard_reason``)."""
     view = {**approval_view(request), "decision": kind, "decided_by": by}
     if isinstance(decision, EditArguments):
         view["requested_arguments"] = request.arguments

@@ -77,11 +77,25 @@ class ApprovalRequested(Base, frozen=True, kw_only=True):
 class ApprovalResolved(Base, frozen=True, kw_only=True):
     """A pending request was decided, or expired (``decided_by`` is then ``timeout``).
 
+    An edit that the call's ``tool_call`` guardrails judge before the tool runs is
+    resolved once they have judged it, and says what they made of it: ``arguments``
+    stay the person's edit, ``guarded`` and ``ran_arguments`` say what ran (their
+    ``GuardrailRewrote`` or ``GuardrailTripped`` come with the step's other events).
+
     Attributes:
         decision: ``approve``, ``deny`` or ``edit``.
         reason: the denial's (or the edit's) reason.
-        arguments: the arguments the tool runs with (``edit``), else the requested ones.
+        arguments: the arguments the tool runs with (``edit``: the edited ones, as
+            decided), else the requested ones.
         waited_s: seconds the call waited for the decision in this process.
+        guarded: what the call's guards made of an edit: ``""`` (none judged it, or
+            they let it through as it was: it ran with ``arguments``), ``"rewritten"``
+            (it ran with ``ran_arguments``), ``"refused"`` (it did not run: the call
+            was denied, ``guard_reason`` says why; a ``fail_step`` guard's refusal
+            fails the step too) or ``"unjudged"`` (its run ended, or paused, before
+            they judged it: a resume judges it again).
+        ran_arguments: the arguments the tool ran with, when a guard rewrote the edit.
+        guard_reason: why the guards refused the edit (``guarded == "refused"``).
     """
 
     request_id: str
@@ -93,3 +107,6 @@ class ApprovalResolved(Base, frozen=True, kw_only=True):
     reason: str = ""
     arguments: JsonObject = {}  # noqa: RUF012 (a msgspec default: each instance gets its own copy)
     waited_s: float = 0.0
+    guarded: str = ""
+    ran_arguments: JsonObject | None = None
+    guard_reason: str = ""

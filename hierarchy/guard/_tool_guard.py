@@ -33,7 +33,7 @@ from regiment.tools import (
     ToolResult,
 )
 
-__all__ = ("EditCheck", "edits_judged", "flagged", "judging_edits", "refused")
+__all__ = ("EditCheck", "edit_check", "edits_judged", "flagged", "judging_edits", "refused")
 
 Judge = Callable[[ToolCallPart, JsonObject], Awaitable[ToolCallPart | ToolResult]]
 """The call guards over a call with arguments as the tool's schema reads them: the call
@@ -47,11 +47,14 @@ _CHECK: ContextVar[EditCheck | None] = ContextVar("regiment_edit_check", default
 class EditCheck:
     """The guards of one tool call, for the arguments an edit gives it."""
 
-    __slots__ = ("call", "judge", "tool", "tripped")
+    __slots__ = ("call", "judge", "tell", "tool", "tripped")
 
     def __init__(self, tool: Tool[..., object], call: ToolCallPart, judge: Judge) -> None:
         self.tool, self.call, self.judge = tool, call, judge
         self.tripped: GuardrailError | None = None  # a fail_step guard's, raised after
+        # Who hears what the guards made of an edit: the call's run, through its approval
+        # desk (set by the approver that asked it, see ``_approval_gate``).
+        self.tell: Callable[[ApprovalDecision], Awaitable[None]] | None = None
 
     async def judged(self, edit: EditArguments) -> ApprovalDecision:
         """``edit`` as the guards leave it: the same, rewritten, or a denial."""
@@ -103,9 +106,17 @@ def edits_judged(approver: Approver) -> Approver:
         check = _CHECK.get()
         if check is None or not isinstance(decision, EditArguments):
             return decision
-        return await check.judged(decision)
+        verdict = await check.judged(decision)
+        if check.tell is not None:  # its run's resolution of the request says what runs
+            await check.tell(verdict)
+        return verdict
 
     return decide
+
+
+def edit_check() -> EditCheck | None:
+    """The guards of the tool call being decided now, if it has any."""
+    return _CHECK.get()
 
 
 def flagged(result: ToolResult, content: JsonValue, *, is_error: bool) -> ToolResult:

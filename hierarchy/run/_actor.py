@@ -25,7 +25,7 @@ from typing import assert_never
 from opentelemetry.trace import Span
 
 from regiment.errors import StepFailed
-from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
+from regiment.hierarchy._approvals import DeskNotice
 from regiment.hierarchy._messages import PAUSING, StepReport
 from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
@@ -141,7 +141,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                     self._start()
                 case ModelReplied():
                     await self._on_model_reply(message)
-                case StepReport() | ApprovalNoticed() | ApprovalSettled() | NestedStalled():
+                case StepReport() | DeskNotice():
                     await self._on_step_news(message)
                 case CancelRun(reason=reason):
                     if not isinstance(self._phase, Done):  # a nested run pauses with its parent

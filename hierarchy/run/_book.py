@@ -34,6 +34,7 @@ from regiment.hierarchy.run._calls import ROLES
 from regiment.hierarchy.run._changes import (
     ApprovalAnswered,
     ApprovalAsked,
+    ApprovalJudged,
     BudgetRanOut,
     CheckRejected,
     CritiqueJudged,
@@ -150,7 +151,7 @@ class RunBook:
                 self._ran_out(change)
             case GuardsNoted(notes=notes):
                 self.emit_all(note_events(run_id, notes))
-            case ApprovalAsked() | ApprovalAnswered():
+            case ApprovalAsked() | ApprovalAnswered() | ApprovalJudged():
                 self.approvals.apply(change, self.emit)
                 self.channel.fence.top_ups.wake()  # a step waiting for a top-up looks again
             case StepSent():
@@ -281,6 +282,7 @@ class RunBook:
 
     def _end(self, change: RunFinished | RunAborted) -> None:
         """Close the channel with the run's last event."""
+        self.approvals.unjudged(self.emit)  # (edits its guards did not get to judge)
         match change:
             case RunFinished(answer=answer, status=status):
                 result = shaped(self.shape, self.result(answer, status))

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ApprovalAnswered",
+    "ApprovalJudged",
     "ApprovalAsked",
     "BudgetRanOut",
     "CheckRejected",
@@ -222,6 +223,16 @@ class ApprovalAnswered(msgspec.Struct, frozen=True):
     by: str
     waited_s: float
     journaled: bool = False
+    judging: bool = False  # an edit the call's guards judge next: ``ApprovalJudged`` follows
+
+
+@final
+class ApprovalJudged(msgspec.Struct, frozen=True):
+    """The call's ``tool_call`` guards judged the edit of request ``request_id``: the
+    edit as they left it, or the denial they made of it."""
+
+    request_id: str
+    verdict: ApprovalDecision
 
 
 @final
@@ -258,6 +269,7 @@ RunChange: TypeAlias = (
     | BudgetRanOut
     | ApprovalAsked
     | ApprovalAnswered
+    | ApprovalJudged
     | RunFinished
     | RunAborted
     | GuardsNoted

@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from opentelemetry.trace import Span
 
-from regiment.hierarchy._approvals import ApprovalNoticed, ApprovalSettled, NestedStalled
+from regiment.hierarchy._approvals import (
+    ApprovalNoticed,
+    ApprovalSettled,
+    EditJudged,
+    NestedStalled,
+)
 from regiment.hierarchy._messages import StepReport
 from regiment.models import ModelResponse
 
@@ -85,5 +90,6 @@ PlannerMessage: TypeAlias = (
     | GuardJudged
     | ApprovalNoticed
     | ApprovalSettled
+    | EditJudged
     | NestedStalled
 )

@@ -15,13 +15,19 @@ from regiment.hierarchy._approvals import (
     ApprovalDesk,
     ApprovalNoticed,
     ApprovalSettled,
+    EditJudged,
     NestedStalled,
     StepAt,
 )
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.run._book import RunBook
-from regiment.hierarchy.run._changes import ApprovalAnswered, ApprovalAsked, RunChange
+from regiment.hierarchy.run._changes import (
+    ApprovalAnswered,
+    ApprovalAsked,
+    ApprovalJudged,
+    RunChange,
+)
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._guarding import RunGuards
 from regiment.hierarchy.run._messages import PlannerMessage
@@ -66,7 +72,7 @@ class PausesForApprovals:
         raise NotImplementedError  # PlannerActor's
 
     async def _on_step_news(
-        self, news: StepReport | ApprovalNoticed | ApprovalSettled | NestedStalled
+        self, news: StepReport | ApprovalNoticed | ApprovalSettled | EditJudged | NestedStalled
     ) -> None:
         """A step reported, a call of one waits for (or got) a decision, or a run nested
         in one has only waits left; then pause if every step in flight waits for a
@@ -98,15 +104,18 @@ class PausesForApprovals:
         working = type(phase) is Executing or (type(phase) is WindingDown and phase.draining)
         return self._book.dispatcher.inflight if working else None
 
-    def _on_approval(self, notice: ApprovalNoticed | ApprovalSettled) -> None:
-        """Record a request or a decision of this run (or of a team nested in it)."""
+    def _on_approval(self, notice: ApprovalNoticed | ApprovalSettled | EditJudged) -> None:
+        """Record a request or a decision of this run (or of a team nested in it), or what
+        the call's guards made of an edit."""
         if isinstance(self._phase, Done):
             return  # the run has ended; the team's desk keeps the request for a resume
         match notice:
             case ApprovalNoticed(request=request, journaled=journaled):
                 self._record(ApprovalAsked(request, journaled))
             case ApprovalSettled(request=r, decision=d, by=by, waited_s=waited, journaled=j):
-                self._record(ApprovalAnswered(r, d, by, waited, j))
+                self._record(ApprovalAnswered(r, d, by, waited, j, notice.judging))
+            case EditJudged(request_id=request_id, verdict=verdict):
+                self._record(ApprovalJudged(request_id, verdict))
             case _:
                 assert_never(notice)
 

@@ -18,12 +18,14 @@ import msgspec
 
 from regiment.hierarchy._approvals import (
     ApprovalDesk,
+    EditJudged,
     StepAt,
     ask_policy,
     decision_name,
     request_id_for,
 )
 from regiment.hierarchy._messages import AssignStep
+from regiment.hierarchy.guard._tool_guard import edit_check
 from regiment.hierarchy.workers._not_run import held_back
 from regiment.hierarchy.workers._progress import StepProgress
 from regiment.models import ToolCallPart
@@ -114,11 +116,14 @@ class ApprovalGate:
                 expires_at=expires,
             )
             decided: Callable[[], Awaitable[ApprovalDecision]]
+            judging = _told_judgement(desk, top.run_id, request.request_id)
             with desk.waiting(at), _deciding(progress):
                 if policy is not None:
-                    decided = functools.partial(ask_policy, desk, request, policy)
+                    decided = functools.partial(ask_policy, desk, request, policy, judging=judging)
                 else:
-                    decided = functools.partial(desk.wait, request, tool, at, progress)
+                    decided = functools.partial(
+                        desk.wait, request, tool, at, progress, judging=judging
+                    )
                 decision = await self._decided(request, progress, decided)
             if progress is not None and progress.fenced(assign.plan_version):
                 # Its plan ended while the call waited (a replan, say): the body never runs.
@@ -164,6 +169,21 @@ class ApprovalGate:
         if held is not None:
             raise held
         return decision
+
+
+def _told_judgement(desk: ApprovalDesk, run_id: str, request_id: str) -> bool:
+    """Whether the call being decided has ``tool_call`` guards that judge an edit: then
+    they tell its run what they made of it (``EditJudged``), so the request's resolution
+    says what ran. (A Ray replica's call is judged on the replica: its run is not told.)"""
+    check = edit_check()
+    if check is None:
+        return False
+
+    async def tell(verdict: ApprovalDecision) -> None:
+        await desk.tell(run_id, EditJudged(request_id, verdict))
+
+    check.tell = tell
+    return True
 
 
 @contextlib.contextmanager

@@ -1,0 +1,97 @@
+"""Cancelling a paused run: it ends ``cancelled``, and what it waited for is withdrawn.
+
+A run that paused for approvals has no task to cancel: its state is the journal's (or,
+without one, its requests on the team's desk). Cancelling it writes its end there, under
+the run's lease, as a live run's cancel does: a ``RunFailed`` (``RunCancelled``) event
+carrying what the run got to, and the journal's ``RunFinished`` with status
+``cancelled``, so it is over (a resume is refused) and its requests are no longer
+pending: a decision on one is refused, saying its run ended (cancelled).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import anyio
+import msgspec
+
+from regiment.errors import AlreadyFinished, LeaseHeld
+from regiment.hierarchy._approvals import ApprovalDesk
+from regiment.hierarchy._replay import event_record
+from regiment.hierarchy._result import RunResult
+from regiment.hierarchy.events import RunCompleted, RunFailed
+from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
+from regiment.journal import Entry, EventRecorded, Journal, Lease, top_run_id
+from regiment.journal import RunFinished as JournalFinished
+from regiment.tools import Deny
+
+__all__ = ("cancel_paused",)
+
+_log = logging.getLogger("regiment.hierarchy.approvals")
+_TRIES = 20  # times 50 ms: a decision being recorded holds the lease for one write
+
+
+async def cancel_paused(
+    desk: ApprovalDesk, journal: Journal | None, run_id: str, reason: str
+) -> RunFailed | None:
+    """End paused run ``run_id`` ``cancelled``; its last event, or ``None`` if it is not
+    a paused run (live in this process or another, ended, or never paused).
+
+    Raises:
+        UnknownRun: the journal has no such run.
+        JournalError: the journal could not be read or written.
+    """
+    if top_run_id(run_id) is not None:  # a nested team's run: cancelled with its top run
+        return None
+    why = "the run was cancelled while it waited for approval" + (f": {reason}" if reason else "")
+    withdrawn = Deny(reason=f"withdrawn: {why}; the call never runs")
+    kept = desk.pending(run_id)  # a paused run's, without a journal (with one: none)
+    for request in kept:
+        desk.withdraw(request.request_id, withdrawn)
+    if journal is None:
+        return RunFailed(run_id=run_id, error_type="RunCancelled", message=why) if kept else None
+    if (await journal.get_run(run_id)).status != "paused":
+        return None
+    lease = await _lease(journal, run_id)
+    if lease is None:
+        return None
+    try:
+        if (await journal.get_run(run_id)).status != "paused":  # resumed meanwhile
+            return None
+        ended = _ending(run_id, why, await journal.read(run_id))
+        await journal.append(lease, event_record(run_id, ended))
+        record = JournalFinished(run_id=run_id, status="cancelled", error=f"RunCancelled: {why}")
+        await journal.append(lease, record, durable=True)
+    finally:
+        await journal.release(lease)
+    _log.info("run %s was cancelled while paused for approval", run_id)
+    return ended
+
+
+async def _lease(journal: Journal, run_id: str) -> Lease | None:
+    """The run's lease; ``None`` if the run ended, or is live in another process (a
+    resume there); one a decider holds for its write is waited out."""
+    for attempt in range(_TRIES):
+        try:
+            return await journal.acquire(run_id, owner=owner_name(), ttl=LEASE_TTL)
+        except AlreadyFinished:
+            return None
+        except LeaseHeld:
+            if attempt == _TRIES - 1:
+                return None
+        await anyio.sleep(0.05)
+    return None
+
+
+def _ending(run_id: str, why: str, entries: Sequence[Entry]) -> RunFailed:
+    """The cancelled run's last event, with what it got to by its pause (the result of
+    its last ``RunCompleted``, the pause's)."""
+    result: RunResult | None = None
+    for entry in entries:
+        record = entry.record
+        if isinstance(record, EventRecorded) and record.kind == "RunCompleted":
+            result = msgspec.convert(record.event, RunCompleted).result
+    if result is None:
+        return RunFailed(run_id=run_id, error_type="RunCancelled", message=why)
+    return result.as_failed("RunCancelled", why)
