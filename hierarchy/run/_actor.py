@@ -20,6 +20,7 @@ versions still winding down do not hold up the current plan.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import assert_never
 
 from opentelemetry.trace import Span
@@ -46,7 +47,7 @@ from regiment.hierarchy.run._changes import (
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._critiquing import JudgesRounds
-from regiment.hierarchy.run._dispatch import Dispatcher, send_all
+from regiment.hierarchy.run._dispatch import Dispatcher, send_left, send_now
 from regiment.hierarchy.run._ending import EndsRun, why_cancelled
 from regiment.hierarchy.run._guarded import GuardedActor
 from regiment.hierarchy.run._guarding import RunGuards
@@ -132,8 +133,14 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         if self._journal is not UNJOURNALED:  # without a journal: no hook call at all
             self._journal.note(change, self._book.channel.result)
 
-    async def _handle(self, message: PlannerMessage) -> None:
-        if type(message) is StepReport:  # most of a run's messages: no arms tried (#22)
+    def _handle(self, message: PlannerMessage) -> Awaitable[None]:
+        if type(message) is StepReport and self._journal is UNJOURNALED:
+            # Most of a run's messages: no arms tried, and no coroutine of its own (#22).
+            return self._on_step_news(message)
+        return self._handle_any(message)
+
+    async def _handle_any(self, message: PlannerMessage) -> None:
+        if type(message) is StepReport:  # (journaled: flushed below)
             await self._on_step_news(message)
         else:
             match message:
@@ -222,12 +229,14 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         phase, versions = self._phase, self._book.versions
         current = report.plan_version == versions.version
         if type(phase) is Executing and current:  # the common case, kept cheap
-            await self._apply(report)
+            if (dispatching := self._apply(report)) is not None:
+                await dispatching
         elif replacing_version(phase) or not current:
             # Events name announced versions: while replanning, the one being replaced.
             self._record(ReportDropped(report, versions.version))
         elif not isinstance(phase, WindingDown):
-            await self._apply(report)
+            if (dispatching := self._apply(report)) is not None:
+                await dispatching
         elif report.status == "done" or not isinstance(phase.ending, EndPaused):
             # kept as the run ends (Verifier.at_end); a pause's cancelled ones go on at resume
             self._record(self._verifier.at_end(report, versions, phase.ending))
@@ -281,9 +290,13 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 self._exhausted(held_back[0], detail)
             return
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
-        # After most reports nothing is ready: then no send_all coroutine is made.
+        # After most reports nothing is ready; with room in the mailboxes (the usual
+        # case) the steps go with no send_all coroutine (#22).
         if sends:  # steps now in flight: the plan is not done (no look at what runs)
-            for report, current in await send_all(sends, self._record, journal, refs, headers):
+            replayed, left = send_now(sends, self._record, journal, refs, headers)
+            if left:  # a worker's mailbox was full: the rest wait for room, in order
+                replayed += await send_left(left, self._record, journal, refs, headers)
+            for report, current in replayed:
                 if current is not None:  # dropped before the resume: dropped again, as it was
                     self._drop_again(report, current)
                 else:
@@ -296,7 +309,9 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             else:
                 self._after_plan()  # critique the round, or answer
 
-    async def _apply(self, report: StepReport) -> None:
+    def _apply(self, report: StepReport) -> Awaitable[None] | None:
+        """Judge or commit ``report``; what dispatches the steps it readies, if it may
+        (a plain function: a step's report makes no coroutine for it, #22)."""
         step = self._book.versions.step(report.step_id)
         if report.refused_tool_calls and report.status != "budget_exhausted":
             ends = self._book.spending.refused_and_spent(more=report.refused_tool_calls)
@@ -304,7 +319,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             if ends:  # judged (a done step is kept) as the run ends, no step follows from it
                 self._record(self._verifier.at_end(report, self._book.versions, EndPartial()))
                 self._exhausted("tool_calls", self._book.spending.refusals())
-                return
+                return None
         artifact = report.worker in self._team.artifacts
         change: StepEnded | CheckRejected | StepCommitted
         if report.status == "done" and step.check is None:  # nothing to judge (#22)
@@ -313,8 +328,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
         if type(change) is StepCommitted:  # the hot path: no class pattern tried (#22)
-            await self._dispatch_ready()
-            return
+            return self._dispatch_ready()
         match change:
             case StepEnded(report=StepReport(status="budget_exhausted", exhausted=limit)):
                 self._exhausted(limit or "model_calls", change.detail, drain=True)
@@ -322,6 +336,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 self._replan_or_fail(report, change.detail)
             case _:
                 assert_never(change)
+        return None
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         book = self._book

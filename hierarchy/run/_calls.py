@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import assert_never, final
 
@@ -63,6 +63,8 @@ __all__ = ("ROLES", "PhaseCalls", "SpanFacts")
 
 Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
+# A planner-side call with no guards around it holds no purse for their judges.
+_UNJUDGED: AbstractContextManager[None] = nullcontext()
 _Asked = tuple[Purpose, ModelRequest, "SpanFacts", BudgetLedger, Deliver]  # a start()'s
 
 # Whose usage a planner-side call is charged to.
@@ -127,7 +129,8 @@ class PhaseCalls:
         self._planner: Caller = planner_call
         self._synth: Caller = synth
         self._critic: Caller = critic_call
-        if team.call_guarded:  # a role with model request or reply guards: wrapped per run
+        self._guarded = team.call_guarded
+        if self._guarded:  # a role with model request or reply guards: wrapped per run
             self._planner = guarded(planner_call, "planner", guards, telemetry, log)
             self._synth = guarded(synth, "synthesizer", guards, telemetry, log)
             self._critic = guarded(critic_call, "critic", guards, telemetry, log)
@@ -183,7 +186,8 @@ class PhaseCalls:
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
-        purse = ledger_purse(ledger, pending=1, top_ups=self._top_ups)
+        # Read only by a guard's judge calls: none in a call with no guards around it.
+        purse = ledger_purse(ledger, pending=1, top_ups=self._top_ups) if self._guarded else None
         call = (self._token, self._scope, replayed, purse, deliver)
         runner = self._runner
         if runner is None:
@@ -249,7 +253,7 @@ class PhaseCalls:
         purpose: Purpose,
         request: ModelRequest,
         facts: SpanFacts,
-        call: tuple[int, anyio.CancelScope, Replayed | None, Purse, Deliver],
+        call: tuple[int, anyio.CancelScope, Replayed | None, Purse | None, Deliver],
     ) -> None:
         token, scope, replayed, purse, deliver = call
         reply: ModelReplied | None = None  # stays None if superseded (the scope caught it)
@@ -259,7 +263,7 @@ class PhaseCalls:
             with (
                 scope,
                 log_context(self._run_id, worker=self._team.planner.name),
-                judging_within(purse, self._tape),
+                _UNJUDGED if purse is None else judging_within(purse, self._tape),
                 self._trace.in_run(),
                 self._span(purpose, facts) as span,
             ):

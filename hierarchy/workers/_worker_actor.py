@@ -15,7 +15,8 @@ loads once, as a team starts (``_team_actors``), not with ``Worker`` (issue #22)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any
 
 from regiment.errors import ConfigError
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -89,14 +90,17 @@ class WorkerActor(StepActor):
                 (assign.plan_version, assign.step.id, assign.attempt), held
             )
 
-    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
-        """Run the worker's tool loop for the step (the step scope holds its timeout)."""
+    def work(self, assign: AssignStep, progress: StepProgress) -> Coroutine[Any, Any, StepReport]:
+        """Run the worker's tool loop for the step (the step scope holds its timeout).
+
+        A plain function returning the loop's coroutine: a step makes no coroutine of
+        its own for this forwarding (#22)."""
         worker = self._worker
         run_id = assign.run_id
         channel = self._channels.get(run_id) if self._channels else None
         if channel is not None:  # the run's fence: its planner moves it as a plan ends
             progress.fence = channel.fence
-        return await run_tool_loop(
+        return run_tool_loop(
             worker=worker.name,
             system=self._system,
             max_iterations=worker.max_iterations,
