@@ -100,6 +100,13 @@ class WorkerActor(StepActor):
         channel = self._channels.get(run_id) if self._channels else None
         if channel is not None:  # the run's fence: its planner moves it as a plan ends
             progress.fence = channel.fence
+        run = self._runs and self._runs(run_id)
+        # a run nobody streams: no sink, and no call to find that out (issue #22)
+        live = (
+            live_sink(channel, run_id, worker.name)
+            if channel is not None and channel.streaming
+            else None
+        )
         return run_tool_loop(
             worker=worker.name,
             system=self._system,
@@ -114,14 +121,9 @@ class WorkerActor(StepActor):
             progress=progress,
             on_tool_error=worker.on_tool_error,
             approvals=self._approvals,
-            journaled=StepCalls(
-                self._runs and self._runs(run_id),
-                assign,
-                worker.name,
-                # a run nobody streams: no sink, and no call to find that out (issue #22)
-                live_sink(channel, run_id, worker.name)
-                if channel is not None and channel.streaming
-                else None,
-            ),
+            # nothing to replay, journal or stream: the loop makes one if a tool is called
+            journaled=None
+            if run is None and live is None
+            else StepCalls(run, assign, worker.name, live),
             guards=self._guards,
         )

@@ -3,7 +3,8 @@
 Each coroutine costs ~0.7k CPU instructions to make, run and end: a step's report is
 handled, committed and the next step sent with no coroutine for the hops that only
 forward (the planner's message switch, its commit, its sends when the mailboxes have
-room, the worker's ``work``). A planner-side call with no guards around it makes no
+room, the worker's ``work``); a step with nothing to replay, journal or stream makes
+no log of its calls unless it calls a tool. A planner-side call with no guards around it makes no
 purse for their judges (the purse is read only by a guard's judge call).
 
 Counted by the interpreter's profiler over runs of a started team (after a first run
@@ -19,9 +20,10 @@ from types import CodeType, FrameType
 
 import pytest
 
-from regiment.hierarchy import Planner, RequestSubject, Team, Worker
+from regiment.hierarchy import Planner, RequestSubject, RunCompleted, Team, Worker
 from regiment.hierarchy.guard import Outcome, Pass
 from regiment.hierarchy.guard._judge import judging_within, ledger_purse
+from regiment.hierarchy.workers._journal_calls import StepCalls
 from regiment.models import ScriptedModel
 
 from .brains import Brain, plan_json
@@ -88,9 +90,7 @@ async def test_a_step_makes_no_coroutine_for_the_hops_that_only_forward() -> Non
 @pytest.mark.parametrize("guarded", [False, True], ids=["no guards", "planner guards"])
 async def test_a_planner_call_makes_a_purse_only_for_guards_around_it(guarded: bool) -> None:
     purse, held = ledger_purse.__code__, judging_within.__init__.__code__
-    counter = CallCounter(
-        lambda frame, event, _: event == "call" and frame.f_code in (purse, held)
-    )
+    counter = CallCounter(lambda frame, event, _: event == "call" and frame.f_code in (purse, held))
     async with _team(1, planner_guards=guarded).start() as running:
         assert (await running.run("warm up")).status == "completed"
         with counter:
@@ -98,3 +98,26 @@ async def test_a_planner_call_makes_a_purse_only_for_guards_around_it(guarded: b
     assert result.status == "completed"
     # The plan call's and the synthesis call's: a purse, held while each runs.
     assert counter.count == (2 * 2 if guarded else 0)
+
+
+async def _step_calls_made(steps: int, *, streamed: bool) -> int:
+    """How many ``StepCalls`` (a step's log of its model and tool calls) one run makes."""
+    made = StepCalls.__init__.__code__
+    counter = CallCounter(lambda frame, event, _: event == "call" and frame.f_code is made)
+    async with _team(steps).start() as running:
+        assert (await running.run("warm up")).status == "completed"
+        with counter:
+            if streamed:
+                async with running.stream("do them") as events:
+                    last = [event async for event in events][-1]
+                assert isinstance(last, RunCompleted)
+            else:
+                assert (await running.run("do them")).status == "completed"
+    return counter.count
+
+
+async def test_a_step_with_nothing_to_replay_journal_or_stream_makes_no_call_log() -> None:
+    # Its model calls go straight to the model; a tool call would make the log then.
+    assert await _step_calls_made(3, streamed=False) == 0
+    # A streamed run's steps stream their calls through it: one each.
+    assert await _step_calls_made(3, streamed=True) == 3
