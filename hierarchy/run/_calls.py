@@ -298,7 +298,7 @@ class PhaseCalls:
         if purpose != "synthesis":
             return await self._caller(purpose).call(request, self._live), 1, None
         shape, live = self._team.output, self._live
-        if self._team.guards.answer:
+        if self._team.outcome_guards[1]:  # the answer guards (found once per team)
             live = None  # a reader sees only an answer the guards let through (tell_answer)
         reasks = None  # asked again (below): each ask held to what the run has left
         if (ledger := self._ledger) is not None:
