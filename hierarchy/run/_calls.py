@@ -129,8 +129,7 @@ class PhaseCalls:
         self._planner: Caller = planner_call
         self._synth: Caller = synth
         self._critic: Caller = critic_call
-        self._guarded = team.call_guarded
-        if self._guarded:  # a role with model request or reply guards: wrapped per run
+        if team.call_guarded:  # a role with model request or reply guards: wrapped per run
             self._planner = guarded(planner_call, "planner", guards, telemetry, log)
             self._synth = guarded(synth, "synthesizer", guards, telemetry, log)
             self._critic = guarded(critic_call, "critic", guards, telemetry, log)
@@ -159,7 +158,7 @@ class PhaseCalls:
         while the call is queued or running (it is the planner's: held for longer,
         it would close a reference cycle through the planner).
         """
-        money = ledger.holds_money
+        money, guarded = ledger.holds_money, self._team.call_guarded  # (else no judge: no purse)
         if purpose == "synthesis":  # the ledger its later asks are held to (``Reasks``)
             self._ledger = ledger
         needed = estimate_tokens(request) if ledger.counts_tokens or money else 0  # a pass
@@ -186,8 +185,7 @@ class PhaseCalls:
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
-        # Read only by a guard's judge calls: none in a call with no guards around it.
-        purse = ledger_purse(ledger, pending=1, top_ups=self._top_ups) if self._guarded else None
+        purse = ledger_purse(ledger, pending=1, top_ups=self._top_ups) if guarded else None
         call = (self._token, self._scope, replayed, purse, deliver)
         runner = self._runner
         if runner is None:

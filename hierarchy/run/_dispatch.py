@@ -9,7 +9,7 @@ who depends on whom); a commit then readies just the steps that waited on it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Hashable, Mapping, Sequence
 from typing import final
 
 from regiment.actors import ActorContext, ActorRef
@@ -25,7 +25,7 @@ from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 
-__all__ = ("Dispatcher", "send_all", "send_left", "send_now")
+__all__ = ("Dispatcher", "send_all", "send_now")
 
 _NONE_RUNNING: dict[str, int] = {}
 
@@ -259,27 +259,11 @@ async def send_all(
 ) -> list[tuple[StepReport, int | None]]:
     """Record and send each step; a step committed (or dropped as stale: with the version
     then current) before a resume is not sent again: its journaled report is returned."""
-    replayed, left = send_now(sends, record, journal, refs, headers)
-    if left:
-        replayed += await send_left(left, record, journal, refs, headers)
-    return replayed
+    replayed, rest = send_now(sends, record, journal, refs, headers)
+    return replayed if rest is None else await rest
 
 
-async def send_left(
-    left: Sequence[StepSent],
-    record: Callable[[RunChange], None],
-    journal: RunJournal | Unjournaled,
-    refs: Mapping[str, ActorRef[WorkerMessage, None]],
-    headers: Mapping[str, str],
-) -> list[tuple[StepReport, int | None]]:
-    """The steps ``send_now`` left: the first (recorded) waits for room in its worker's
-    mailbox, then the rest go as ``send_all`` sends them, in order."""
-    replayed: list[tuple[StepReport, int | None]] = []
-    while left:
-        await refs[left[0].worker].send(left[0].assign, headers=headers)  # waits for room
-        more, left = send_now(left[1:], record, journal, refs, headers)
-        replayed += more
-    return replayed
+Replayed = list[tuple[StepReport, int | None]]  # journaled reports of steps not sent again
 
 
 def send_now(
@@ -288,11 +272,12 @@ def send_now(
     journal: RunJournal | Unjournaled,
     refs: Mapping[str, ActorRef[WorkerMessage, None]],
     headers: Mapping[str, str],
-) -> tuple[list[tuple[StepReport, int | None]], Sequence[StepSent]]:
-    """``send_all`` with no wait: record and send each step while its worker's mailbox has
-    room (the usual case: no coroutine, no checkpoint, #22). The journaled reports, and
-    the steps left from the first whose mailbox was full (recorded, not sent) on."""
-    replayed: list[tuple[StepReport, int | None]] = []
+    replayed: Replayed | None = None,
+) -> tuple[Replayed, Awaitable[Replayed] | None]:
+    """``send_all`` with no wait while each worker's mailbox has room (the usual case: no
+    coroutine, no checkpoint, #22): the journaled reports so far (added to ``replayed``),
+    and what sends the rest once a mailbox is full (``None``: all went)."""
+    replayed = [] if replayed is None else replayed
     committed = None if journal is UNJOURNALED else journal.committed
     for sent in sends:
         record(sent)
@@ -301,6 +286,20 @@ def send_now(
         else:
             try:
                 refs[sent.worker].send_nowait(sent.assign, headers=headers)
-            except MailboxFull:
-                return replayed, sends[sends.index(sent) :]
-    return replayed, ()
+            except MailboxFull:  # recorded: it waits for room, then the rest go in order
+                rest = sends[sends.index(sent) :]
+                return replayed, _send_rest(rest, record, journal, refs, headers, replayed)
+    return replayed, None
+
+
+async def _send_rest(
+    rest: Sequence[StepSent],
+    record: Callable[[RunChange], None],
+    journal: RunJournal | Unjournaled,
+    refs: Mapping[str, ActorRef[WorkerMessage, None]],
+    headers: Mapping[str, str],
+    replayed: Replayed,
+) -> Replayed:
+    await refs[rest[0].worker].send(rest[0].assign, headers=headers)  # waits for room
+    replayed, then = send_now(rest[1:], record, journal, refs, headers, replayed)
+    return replayed if then is None else await then

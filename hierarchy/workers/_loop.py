@@ -217,8 +217,7 @@ async def run_tool_loop(
             continue
         messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
-        if journaled is None:  # the step's first tool call: its calls' log, made now
-            journaled = StepCalls(None, assign, worker)
+        journaled = journaled or StepCalls(None, assign, worker)  # (none until a tool call)
         if response.stop_reason in STOPPED_EARLY and response.cut_off:
             results, failed = _cut_off(tool_calls, progress, telemetry, toolset)
         else:
