@@ -26,7 +26,8 @@ The contract, the same on both backends:
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -115,12 +116,19 @@ def loop_checkpoint() -> Callable[[], Awaitable[None]]:
     """The running backend's ``anyio.lowlevel.checkpoint``, found once (that function
     looks the backend up on every call): one pass through the event loop."""
     if _on_asyncio():
-        import asyncio
-
-        return functools.partial(asyncio.sleep, 0)
+        return _pass_turn
     from trio.lowlevel import checkpoint
 
     return checkpoint
+
+
+@types.coroutine
+def _pass_turn() -> Generator[None, None, None]:
+    """``asyncio.sleep(0)`` without its coroutine: the bare yield its ``__sleep0``
+    makes, which asyncio's task takes as "run me again in the loop's next turn" (a
+    cancel is thrown in here, as there). One generator, not a coroutine and a
+    generator: a worker's runner passes a turn every millisecond it holds the loop."""
+    yield
 
 
 def loop_checkpoint_if_cancelled() -> Callable[[], Awaitable[None]]:

@@ -20,7 +20,8 @@ versions still winding down do not hold up the current plan.
 
 from __future__ import annotations
 
-from typing import assert_never
+from collections.abc import Awaitable, Generator
+from typing import assert_never, final
 
 from opentelemetry.trace import Span
 
@@ -46,7 +47,7 @@ from regiment.hierarchy.run._changes import (
 )
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._critiquing import JudgesRounds
-from regiment.hierarchy.run._dispatch import Dispatcher, send_all
+from regiment.hierarchy.run._dispatch import Dispatcher, send_now
 from regiment.hierarchy.run._ending import EndsRun, why_cancelled
 from regiment.hierarchy.run._guarded import GuardedActor
 from regiment.hierarchy.run._guarding import RunGuards
@@ -132,26 +133,28 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         if self._journal is not UNJOURNALED:  # without a journal: no hook call at all
             self._journal.note(change, self._book.channel.result)
 
-    async def _handle(self, message: PlannerMessage) -> None:
-        if type(message) is StepReport:  # most of a run's messages: no arms tried (#22)
-            await self._on_step_news(message)
-        else:
-            match message:
-                case StartRun():
-                    self._start()
-                case ModelReplied():
-                    await self._on_model_reply(message)
-                case StepReport() | DeskNotice():
-                    await self._on_step_news(message)
-                case CancelRun(reason=reason):
-                    if not isinstance(self._phase, Done):  # a nested run pauses with its parent
-                        self._wind_down(EndPaused() if reason == PAUSING else EndCancelled(reason))
-                case DeadlineReached():
-                    self._exhausted("wall_clock", "the run's wall-clock budget ran out")
-                case GuardJudged():
-                    await self._on_guard_judged(message)
-                case _:
-                    assert_never(message)
+    def _handle(self, message: PlannerMessage) -> Awaitable[None]:
+        if type(message) is StepReport and self._journal is UNJOURNALED:  # most messages:
+            return self._on_step_news(message)  # no arms tried, no coroutine of its own (#22)
+        return self._handle_any(message)
+
+    async def _handle_any(self, message: PlannerMessage) -> None:
+        match message:
+            case StepReport() | DeskNotice():
+                await self._on_step_news(message)
+            case StartRun():
+                self._start()
+            case ModelReplied():
+                await self._on_model_reply(message)
+            case CancelRun(reason=reason):
+                if not isinstance(self._phase, Done):  # a nested run pauses with its parent
+                    self._wind_down(EndPaused() if reason == PAUSING else EndCancelled(reason))
+            case DeadlineReached():
+                self._exhausted("wall_clock", "the run's wall-clock budget ran out")
+            case GuardJudged():
+                await self._on_guard_judged(message)
+            case _:
+                assert_never(message)
         if self._journal is not UNJOURNALED:
             try:
                 await self._journal.flush()  # JournalError fails the run
@@ -281,9 +284,9 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 self._exhausted(held_back[0], detail)
             return
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
-        # After most reports nothing is ready: then no send_all coroutine is made.
         if sends:  # steps now in flight: the plan is not done (no look at what runs)
-            for report, current in await send_all(sends, self._record, journal, refs, headers):
+            replayed, rest = send_now(sends, self._record, journal, refs, headers)  # (#22)
+            for report, current in replayed if rest is None else await rest:
                 if current is not None:  # dropped before the resume: dropped again, as it was
                     self._drop_again(report, current)
                 else:
@@ -296,7 +299,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             else:
                 self._after_plan()  # critique the round, or answer
 
-    async def _apply(self, report: StepReport) -> None:
+    def _apply(self, report: StepReport) -> Awaitable[None]:  # no coroutine of its own (#22)
+        """Judge or commit ``report``; what dispatches the steps it readies, if any."""
         step = self._book.versions.step(report.step_id)
         if report.refused_tool_calls and report.status != "budget_exhausted":
             ends = self._book.spending.refused_and_spent(more=report.refused_tool_calls)
@@ -304,7 +308,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             if ends:  # judged (a done step is kept) as the run ends, no step follows from it
                 self._record(self._verifier.at_end(report, self._book.versions, EndPartial()))
                 self._exhausted("tool_calls", self._book.spending.refusals())
-                return
+                return _NO_DISPATCH
         artifact = report.worker in self._team.artifacts
         change: StepEnded | CheckRejected | StepCommitted
         if report.status == "done" and step.check is None:  # nothing to judge (#22)
@@ -313,8 +317,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
         if type(change) is StepCommitted:  # the hot path: no class pattern tried (#22)
-            await self._dispatch_ready()
-            return
+            return self._dispatch_ready()
         match change:
             case StepEnded(report=StepReport(status="budget_exhausted", exhausted=limit)):
                 self._exhausted(limit or "model_calls", change.detail, drain=True)
@@ -322,6 +325,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 self._replan_or_fail(report, change.detail)
             case _:
                 assert_never(change)
+        return _NO_DISPATCH
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         book = self._book
@@ -336,6 +340,19 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         """Make the call ``then`` asks for, compressing the carried context first if due."""
         prompting = self._prompting
         self._enter(prompting.compression(self._book, then) or prompting.call(then, self._book))
+
+
+@final
+class _NoDispatch:
+    """What ``_apply`` returns when no step is dispatched: awaited, it returns at once."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield from ()
+
+
+_NO_DISPATCH = _NoDispatch()
 
 
 def _no_replan(report: StepReport, reason: str, book: RunBook, allowed: int) -> StepFailed | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import assert_never, final
 
@@ -63,6 +63,8 @@ __all__ = ("ROLES", "PhaseCalls", "SpanFacts")
 
 Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
+# A planner-side call with no guards around it holds no purse for their judges.
+_UNJUDGED: AbstractContextManager[None] = nullcontext()
 _Asked = tuple[Purpose, ModelRequest, "SpanFacts", BudgetLedger, Deliver]  # a start()'s
 
 # Whose usage a planner-side call is charged to.
@@ -156,7 +158,7 @@ class PhaseCalls:
         while the call is queued or running (it is the planner's: held for longer,
         it would close a reference cycle through the planner).
         """
-        money = ledger.holds_money
+        money, guarded = ledger.holds_money, self._team.call_guarded  # (else no judge: no purse)
         if purpose == "synthesis":  # the ledger its later asks are held to (``Reasks``)
             self._ledger = ledger
         needed = estimate_tokens(request) if ledger.counts_tokens or money else 0  # a pass
@@ -183,7 +185,7 @@ class PhaseCalls:
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
-        purse = ledger_purse(ledger, pending=1, top_ups=self._top_ups)
+        purse = ledger_purse(ledger, pending=1, top_ups=self._top_ups) if guarded else None
         call = (self._token, self._scope, replayed, purse, deliver)
         runner = self._runner
         if runner is None:
@@ -249,7 +251,7 @@ class PhaseCalls:
         purpose: Purpose,
         request: ModelRequest,
         facts: SpanFacts,
-        call: tuple[int, anyio.CancelScope, Replayed | None, Purse, Deliver],
+        call: tuple[int, anyio.CancelScope, Replayed | None, Purse | None, Deliver],
     ) -> None:
         token, scope, replayed, purse, deliver = call
         reply: ModelReplied | None = None  # stays None if superseded (the scope caught it)
@@ -259,7 +261,7 @@ class PhaseCalls:
             with (
                 scope,
                 log_context(self._run_id, worker=self._team.planner.name),
-                judging_within(purse, self._tape),
+                _UNJUDGED if purse is None else judging_within(purse, self._tape),
                 self._trace.in_run(),
                 self._span(purpose, facts) as span,
             ):
@@ -294,7 +296,7 @@ class PhaseCalls:
         if purpose != "synthesis":
             return await self._caller(purpose).call(request, self._live), 1, None
         shape, live = self._team.output, self._live
-        if self._team.guards.answer:
+        if self._team.outcome_guards[1]:  # the answer guards (found once per team)
             live = None  # a reader sees only an answer the guards let through (tell_answer)
         reasks = None  # asked again (below): each ask held to what the run has left
         if (ledger := self._ledger) is not None:

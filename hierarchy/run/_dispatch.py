@@ -9,7 +9,7 @@ who depends on whom); a commit then readies just the steps that waited on it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Hashable, Mapping, Sequence
 from typing import final
 
 from regiment.actors import ActorContext, ActorRef
@@ -25,7 +25,7 @@ from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 
-__all__ = ("Dispatcher", "send_all")
+__all__ = ("Dispatcher", "send_all", "send_now")
 
 _NONE_RUNNING: dict[str, int] = {}
 
@@ -259,16 +259,47 @@ async def send_all(
 ) -> list[tuple[StepReport, int | None]]:
     """Record and send each step; a step committed (or dropped as stale: with the version
     then current) before a resume is not sent again: its journaled report is returned."""
-    replayed: list[tuple[StepReport, int | None]] = []
+    replayed, rest = send_now(sends, record, journal, refs, headers)
+    return replayed if rest is None else await rest
+
+
+Replayed = list[tuple[StepReport, int | None]]  # journaled reports of steps not sent again
+
+
+def send_now(
+    sends: Sequence[StepSent],
+    record: Callable[[RunChange], None],
+    journal: RunJournal | Unjournaled,
+    refs: Mapping[str, ActorRef[WorkerMessage, None]],
+    headers: Mapping[str, str],
+    replayed: Replayed | None = None,
+) -> tuple[Replayed, Awaitable[Replayed] | None]:
+    """``send_all`` with no wait while each worker's mailbox has room (the usual case: no
+    coroutine, no checkpoint, #22): the journaled reports so far (added to ``replayed``),
+    and what sends the rest once a mailbox is full (``None``: all went)."""
+    replayed = [] if replayed is None else replayed
     committed = None if journal is UNJOURNALED else journal.committed
     for sent in sends:
         record(sent)
         if committed is not None and (report := committed(sent.assign)) is not None:
             replayed.append(report)
         else:
-            ref = refs[sent.worker]
-            try:  # room in the mailbox (the usual case): no checkpoint, no coroutine
-                ref.send_nowait(sent.assign, headers=headers)
-            except MailboxFull:
-                await ref.send(sent.assign, headers=headers)  # waits while full
-    return replayed
+            try:
+                refs[sent.worker].send_nowait(sent.assign, headers=headers)
+            except MailboxFull:  # recorded: it waits for room, then the rest go in order
+                rest = sends[sends.index(sent) :]
+                return replayed, _send_rest(rest, record, journal, refs, headers, replayed)
+    return replayed, None
+
+
+async def _send_rest(
+    rest: Sequence[StepSent],
+    record: Callable[[RunChange], None],
+    journal: RunJournal | Unjournaled,
+    refs: Mapping[str, ActorRef[WorkerMessage, None]],
+    headers: Mapping[str, str],
+    replayed: Replayed,
+) -> Replayed:
+    await refs[rest[0].worker].send(rest[0].assign, headers=headers)  # waits for room
+    replayed, then = send_now(rest[1:], record, journal, refs, headers, replayed)
+    return replayed if then is None else await then

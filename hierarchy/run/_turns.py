@@ -61,8 +61,8 @@ class TakesTurns(Actor[PlannerMessage, None]):
 
     _book: RunBook
 
-    async def _handle(self, message: PlannerMessage) -> None:
-        raise NotImplementedError  # PlannerActor's
+    def _handle(self, message: PlannerMessage) -> Awaitable[None]:
+        raise NotImplementedError  # PlannerActor's (awaited at once)
 
     def _abort(self, error: RunError) -> None:
         raise NotImplementedError  # PlannerActor's

@@ -217,6 +217,7 @@ async def run_tool_loop(
             continue
         messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
+        journaled = journaled or StepCalls(None, assign, worker)  # (none until a tool call)
         if response.stop_reason in STOPPED_EARLY and response.cut_off:
             results, failed = _cut_off(tool_calls, progress, telemetry, toolset)
         else:
@@ -267,11 +268,15 @@ def _begin(
     guards: StepGuards | None,
     at: tuple[AssignStep, StepProgress, str, int],
 ) -> tuple[
-    list[Message], StepCalls, Callable[[ModelRequest], Awaitable[ModelResponse | None]], bool
+    list[Message],
+    StepCalls | None,
+    Callable[[ModelRequest], Awaitable[ModelResponse | None]],
+    bool,
 ]:
     """How a step begins: its conversation (the step's request, as ``_first_message``
     makes it, spelled out here: one call less a step, #22); its calls (journaled and
-    replayed by key); how it calls its model: replayed or journaled, between its guards
+    replayed by key; with nothing to replay, journal or stream, and no guards, none
+    until it calls a tool: ``run_tool_loop`` makes them then); how it calls its model: replayed or journaled, between its guards
     if any; and whether each call is checked against the step's allowance first
     (``within_allowance``).
 
@@ -293,9 +298,11 @@ def _begin(
             and (guards is not None or progress.model_calls + iterations > a.model_calls)
         )
     )
-    journaled = journaled or StepCalls(None, assign, worker)
     if guards is None:  # no JournaledCaller in between: its call would only forward
+        if journaled is None:  # nothing replayed, journaled or streamed: the model's own call
+            return messages, None, caller.call, limited  # (a StepCalls once a tool is called)
         return messages, journaled, journaled.model_call(caller), limited
+    journaled = journaled or StepCalls(None, assign, worker)
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))
     call = guards.caller(model, assign, progress, messages, journaled.judge_tape())
     return messages, journaled, call, limited

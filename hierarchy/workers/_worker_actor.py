@@ -15,7 +15,8 @@ loads once, as a team starts (``_team_actors``), not with ``Worker`` (issue #22)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any
 
 from regiment.errors import ConfigError
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -89,14 +90,24 @@ class WorkerActor(StepActor):
                 (assign.plan_version, assign.step.id, assign.attempt), held
             )
 
-    async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
-        """Run the worker's tool loop for the step (the step scope holds its timeout)."""
+    def work(self, assign: AssignStep, progress: StepProgress) -> Coroutine[Any, Any, StepReport]:
+        """Run the worker's tool loop for the step (the step scope holds its timeout).
+
+        A plain function returning the loop's coroutine: a step makes no coroutine of
+        its own for this forwarding (#22)."""
         worker = self._worker
         run_id = assign.run_id
         channel = self._channels.get(run_id) if self._channels else None
         if channel is not None:  # the run's fence: its planner moves it as a plan ends
             progress.fence = channel.fence
-        return await run_tool_loop(
+        run = self._runs and self._runs(run_id)
+        # a run nobody streams: no sink, and no call to find that out (issue #22)
+        live = (
+            live_sink(channel, run_id, worker.name)
+            if channel is not None and channel.streaming
+            else None
+        )
+        return run_tool_loop(
             worker=worker.name,
             system=self._system,
             max_iterations=worker.max_iterations,
@@ -110,14 +121,9 @@ class WorkerActor(StepActor):
             progress=progress,
             on_tool_error=worker.on_tool_error,
             approvals=self._approvals,
-            journaled=StepCalls(
-                self._runs and self._runs(run_id),
-                assign,
-                worker.name,
-                # a run nobody streams: no sink, and no call to find that out (issue #22)
-                live_sink(channel, run_id, worker.name)
-                if channel is not None and channel.streaming
-                else None,
-            ),
+            # nothing to replay, journal or stream: the loop makes one if a tool is called
+            journaled=None
+            if run is None and live is None
+            else StepCalls(run, assign, worker.name, live),
             guards=self._guards,
         )

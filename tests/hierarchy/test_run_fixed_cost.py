@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy.guard._roles import RoleGuards
 from regiment.hierarchy.workers._step_jobs import StepTimer
 from regiment.models import ScriptedModel
 
@@ -90,3 +91,10 @@ async def test_a_run_makes_one_cancel_scope_per_planner_call_and_one_at_its_end(
         )
 
     assert await _calls_in_one_run(on_the_runs_path) == 3
+
+
+async def test_a_run_reads_its_guard_chains_as_the_team_found_them() -> None:
+    # The synthesis asks whether any guard judges the answer: from the chains the team
+    # found once, not by building the chain again (a tuple and a generator each run).
+    chain = RoleGuards.of.__code__
+    assert await _calls_in_one_run(lambda frame, event, _: frame.f_code is chain) == 0
