@@ -4,6 +4,7 @@ provider's wire over the HTTP stand-in (tests/models/wires.py)."""
 from __future__ import annotations
 
 import gc
+import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,17 @@ def _half_read_bodies_collected(request: pytest.FixtureRequest) -> Iterator[None
     marks = request.node.iter_markers("filterwarnings")
     if any("Async generator 'anthropic." in str(arg) for mark in marks for arg in mark.args):
         gc.collect()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A local port that refuses every connection for the test's length: bound, never
+    listened on. A port bound and closed again (the old way) could meanwhile be taken by
+    another test's server (the other xdist worker, a Ray node), or be picked as a
+    connection's own source port and connect to itself: held bound, it can be neither."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 @pytest.fixture(params=WIRE_NAMES)
