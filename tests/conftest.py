@@ -9,10 +9,21 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from tests.models.standin import StandIn
     from tests.models.wires import Wire
+
+# CI loads Hypothesis' own "ci" profile (.ci/run sets CI): no deadline, too_slow not
+# checked, examples derandomized. Elsewhere the default profile's 200 ms deadline and its
+# too_slow check can fail tests by chance on a loaded machine (`make test` runs up to four
+# workers): those two are as on CI here too; the examples stay random.
+if settings.get_current_profile_name() == "default":
+    settings.register_profile(
+        "regiment", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.load_profile("regiment")
 
 # The keys of tests/models/wires.py's WIRES, which is imported on first use: it loads the
 # providers' SDKs, which most tests never need (test_providers checks the two agree).
