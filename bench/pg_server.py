@@ -56,7 +56,6 @@ class PostgresServer:
         self.directory = Path(tempfile.mkdtemp(prefix="regiment-pg-"))
         self.data = self.directory / "data"
         self.port = _free_port()
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self._fsync = fsync
         self._pid: int | None = None
 
@@ -73,12 +72,25 @@ class PostgresServer:
             )
 
     def start(self) -> None:
-        """initdb, then start and wait until it accepts connections."""
+        """initdb, then start and wait until it accepts connections. The port was free when
+        it was picked, but another process (a test's server, a Ray node) may bind it before
+        the server does: then the server starts on another free port (``port`` and ``url``
+        change), a few times before giving up."""
         if self._as_postgres:
             entry = pwd.getpwnam("postgres")
             os.chown(self.directory, entry.pw_uid, entry.pw_gid)
         self._run(self._initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
-        self.start_again()
+        log = self.directory / "server.log"
+        for attempt in range(1, 6):
+            written = log.stat().st_size if log.exists() else 0
+            try:
+                self.start_again()
+                return
+            except RuntimeError:
+                said = log.read_bytes()[written:] if log.exists() else b""
+                if attempt == 5 or b"Address already in use" not in said:
+                    raise
+            self.port = _free_port()
 
     def halt(self) -> None:
         """Stop the server (``pg_ctl stop -m fast``), keeping its data: it is down until
@@ -116,6 +128,11 @@ class PostgresServer:
                 _escalate(self._pid)
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    @property
+    def url(self) -> str:
+        """Its ``postgres`` database as the ``postgres`` user."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     @property
     def pid(self) -> int | None:

@@ -4,14 +4,26 @@ provider's wire over the HTTP stand-in (tests/models/wires.py)."""
 from __future__ import annotations
 
 import gc
+import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from tests.models.standin import StandIn
     from tests.models.wires import Wire
+
+# CI loads Hypothesis' own "ci" profile (.ci/run sets CI): no deadline, too_slow not
+# checked, examples derandomized. Elsewhere the default profile's 200 ms deadline and its
+# too_slow check can fail tests by chance on a loaded machine (`make test` runs up to four
+# workers): those two are as on CI here too; the examples stay random.
+if settings.get_current_profile_name() == "default":
+    settings.register_profile(
+        "regiment", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.load_profile("regiment")
 
 # The keys of tests/models/wires.py's WIRES, which is imported on first use: it loads the
 # providers' SDKs, which most tests never need (test_providers checks the two agree).
@@ -33,6 +45,17 @@ def _half_read_bodies_collected(request: pytest.FixtureRequest) -> Iterator[None
     marks = request.node.iter_markers("filterwarnings")
     if any("Async generator 'anthropic." in str(arg) for mark in marks for arg in mark.args):
         gc.collect()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A local port that refuses every connection for the test's length: bound, never
+    listened on. A port bound and closed again (the old way) could meanwhile be taken by
+    another test's server (the other xdist worker, a Ray node), or be picked as a
+    connection's own source port and connect to itself: held bound, it can be neither."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 @pytest.fixture(params=WIRE_NAMES)

@@ -152,6 +152,8 @@ async def test_a_cancelled_question_leaves_no_thread_that_holds_the_process() ->
     toolset = Toolset("billing", [])
     request = ApprovalRequest(tool_name="issue_refund", call_id="c1", arguments={"order_id": "1"})
     err = io.StringIO()
+    # An earlier test's reader may not have quite ended yet (it sets its answer, then exits)
+    earlier = set(threading.enumerate())
     with terminal(b"") as stdin:  # nothing typed: the question waits
         approver = TerminalApprover(stdin, err).for_tools(toolset)
         with anyio.CancelScope() as scope:
@@ -160,7 +162,11 @@ async def test_a_cancelled_question_leaves_no_thread_that_holds_the_process() ->
                 await anyio.wait_all_tasks_blocked()
                 scope.cancel()
         assert scope.cancelled_caught
-        (reader,) = [t for t in threading.enumerate() if t.name == "regiment-approve-ask"]
+        (reader,) = [
+            t
+            for t in threading.enumerate()
+            if t.name == "regiment-approve-ask" and t not in earlier
+        ]
         assert reader.daemon  # blocked on the terminal, but the process can still exit
         assert PROMPT in err.getvalue()
     reader.join()  # the terminal closed: its read ended

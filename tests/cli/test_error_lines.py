@@ -5,7 +5,6 @@ error: ...`` and it exits 2. ``approvals`` and ``approve`` said ``regiment: appr
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -126,12 +125,10 @@ async def test_an_error_without_a_key_path_is_left_as_it_is(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("command", [["runs"], ["approvals"], ["show", "run-1"]])
 async def test_a_journal_urls_password_is_never_shown(
-    command: list[str], capsys: pytest.CaptureFixture[str]
+    command: list[str], capsys: pytest.CaptureFixture[str], refused_port: int
 ) -> None:
     """``--journal URL: ...`` named the URL as given, password and all."""
-    with socket.socket() as probe:  # a port nothing listens on: the server is down
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = refused_port  # nothing listens there: the server is down
     url = f"postgresql://ops:s3cret-pw@127.0.0.1:{port}/runs"
     code, out, err = await run_cli(*command, "--journal", url)
     said = capsys.readouterr().err + err
@@ -151,12 +148,10 @@ async def test_a_journal_urls_password_is_never_shown(
     ],
 )
 async def test_a_journal_urls_password_parameter_is_never_shown(
-    query: str, kept: str, capsys: pytest.CaptureFixture[str]
+    query: str, kept: str, capsys: pytest.CaptureFixture[str], refused_port: int
 ) -> None:
     """``--journal URL: ...`` named a URL's ``password=`` (or ``sslpassword=``) parameter."""
-    with socket.socket() as probe:  # a port nothing listens on: the server is down
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = refused_port  # nothing listens there: the server is down
     code, out, err = await run_cli(
         "runs", "--journal", f"postgresql://ops@127.0.0.1:{port}/runs{query}"
     )

@@ -16,7 +16,12 @@ import pytest
 
 from .test_answer_unwritten import _run
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX descriptors")
+# Several `python -m regiment` processes a test, one after another: up to 51 s at load ~20,
+# near the 60 s default (which kills the xdist worker). The limit guards against a hang.
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX descriptors"),
+    pytest.mark.timeout(240),
+]
 
 _FULL = Path("/dev/full")
 

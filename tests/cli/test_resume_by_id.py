@@ -18,7 +18,10 @@ from regiment.config import load_team
 from regiment.journal import RunCreated, TeamFile, ToolCallFinished, open_journal
 from tests.cli.helpers import regiment_process
 
-pytestmark = pytest.mark.anyio
+# Up to eight `python -m regiment` processes a test, one after another, each a fresh
+# interpreter: 25-30 s on a loaded machine, and past the 60 s default once (the
+# timeout then killed the xdist worker). The limit guards against a hang, not speed.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "refund" / "team_approval.toml"

@@ -5,7 +5,6 @@ MCP's POSTs, or one that failed. The SDK said only "All connection attempts fail
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,11 +52,10 @@ async def _start_error(url: str) -> str:
     return str(failed.value).removeprefix(prefix)
 
 
-async def test_nothing_listening_asks_whether_the_server_runs_at_that_host_and_port() -> None:
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    said = await _start_error(f"http://127.0.0.1:{port}/mcp")
+async def test_nothing_listening_asks_whether_the_server_runs_at_that_host_and_port(
+    refused_port: int,
+) -> None:
+    said = await _start_error(f"http://127.0.0.1:{refused_port}/mcp")
     assert said.startswith("nothing answered at its url (ConnectError: ")  # anyio's words
     assert said.endswith("): is the server running, and are the url's host and port right?")
 

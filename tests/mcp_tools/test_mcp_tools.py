@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import io
 import logging
-import socket
 import sys
 import uuid
 from pathlib import Path
@@ -327,13 +326,10 @@ async def test_name_clashes_without_a_prefix_name_both_sources(http_url: str) ->
         assert {"add", "shout", "h_add", "h_shout"} <= set(live.current().names)
 
 
-async def test_a_server_that_cannot_start_is_a_clear_error() -> None:
+async def test_a_server_that_cannot_start_is_a_clear_error(refused_port: int) -> None:
     missing = MCPServer.stdio(["/nonexistent/mcp-server", "--x"], name="ghost")
     unnamed = MCPServer.stdio(["/nonexistent/mcp-server", "--x"])
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    nobody = MCPServer.http(f"http://127.0.0.1:{port}/mcp", name="remote")
+    nobody = MCPServer.http(f"http://127.0.0.1:{refused_port}/mcp", name="remote")
     async with MCPHub.open() as hub:
         with pytest.raises(
             ToolError,
@@ -347,7 +343,7 @@ async def test_a_server_that_cannot_start_is_a_clear_error() -> None:
             await hub.worker_tools(Toolset("w"), [unnamed])
         with pytest.raises(
             ToolError,
-            match=rf"^MCP server 'remote' \(http://127.0.0.1:{port}/mcp\) could not be connected to: ",
+            match=rf"^MCP server 'remote' \(http://127.0.0.1:{refused_port}/mcp\) could not be connected to: ",
         ):
             await hub.worker_tools(Toolset("w"), [nobody])
 

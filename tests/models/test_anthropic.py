@@ -11,7 +11,6 @@ its transport picks the trio backend), so these tests run on both backends.
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -291,10 +290,8 @@ async def test_a_plain_call_the_sdk_will_not_make_is_a_config_error(api: StandIn
     assert api.requests == []  # nothing was sent
 
 
-async def test_connection_refused_is_translated() -> None:
-    with socket.socket() as sock:  # a port that was free a moment ago and now refuses
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+async def test_connection_refused_is_translated(refused_port: int) -> None:
+    port = refused_port
     # No retries: the SDK backs off 0.5 s, 1 s, ... between connection attempts,
     # and there is no response header to shorten that.
     model = AnthropicModel(

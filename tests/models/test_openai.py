@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 
 import openai
@@ -306,10 +305,8 @@ async def test_the_chat_span_names_openai_as_the_provider(api: StandIn) -> None:
     assert attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 100
 
 
-async def test_connection_refused_is_translated() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+async def test_connection_refused_is_translated(refused_port: int) -> None:
+    port = refused_port
     async with OpenAIModel(
         "gpt-test-1", api_key="k", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0
     ) as model:

@@ -1,10 +1,14 @@
-"""``regiment serve`` run in-process for a test: its stderr, a free port, a few requests."""
+"""``regiment serve`` run in-process for a test: its stderr, a free port, a few requests.
+
+Each server is started with ``--port 0`` and reached on the port uvicorn says it took:
+a port found free beforehand (bound and closed again) could be taken meanwhile by another
+test's server, in the other xdist worker or a Ray node, and the serve then never came up."""
 
 from __future__ import annotations
 
 import io
 import os
-import socket
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -24,7 +28,7 @@ __all__ = (
     "REGIMENT",
     "Log",
     "Served",
-    "free_port",
+    "listening_port",
     "serve_and_ask",
     "served",
     "serving",
@@ -34,23 +38,30 @@ REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
 
 
+_LISTENING = re.compile(r"Uvicorn running on http://[^\s:]+:(\d+)")
+
+
+def listening_port(text: str) -> int:
+    """The port of uvicorn's "Uvicorn running on http://HOST:PORT" line in ``text``."""
+    found = _LISTENING.search(text)
+    assert found is not None, f"uvicorn named no port: {text!r}"
+    return int(found[1])
+
+
 class Log(io.StringIO):
-    """stderr that sets ``ready`` once uvicorn says it is listening."""
+    """stderr that sets ``ready`` once uvicorn says it is listening, and keeps the ``port``
+    it says it listens on (the one it took, given ``--port 0``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ready = anyio.Event()
+        self.port = 0
 
     def write(self, text: str) -> int:
         if "Uvicorn running on" in text:
+            self.port = listening_port(text)
             self.ready.set()
         return super().write(text)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:  # a port that was free a moment ago
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @asynccontextmanager
@@ -60,8 +71,8 @@ async def served(
     """``regiment serve`` of the refund team, or of the ``team`` file (``--model scripted``
     plus ``flags``), and a client of it; the command is stopped on the way out and must
     exit 0."""
-    port, err, stop = free_port(), err or Log(), anyio.Event()
-    argv = ["serve", team, "--port", str(port), "--model", "scripted", *flags]
+    err, stop = err or Log(), anyio.Event()
+    argv = ["serve", team, "--port", "0", "--model", "scripted", *flags]
     async with anyio.create_task_group() as tg:
 
         async def serve() -> None:
@@ -73,7 +84,7 @@ async def served(
         tg.start_soon(serve)
         await err.ready.wait()
         try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{err.port}") as c:
                 yield c
         finally:
             stop.set()
@@ -122,8 +133,7 @@ def serving(
     """``python -m regiment serve TEAM`` (its ``--app-dir`` the team file's folder, plus
     ``flags``; ``env`` added to its environment), or ``program`` given those arguments,
     as a process of its own, once it listens; killed on the way out if still up."""
-    port = free_port()
-    argv = ["serve", str(team), "--port", str(port), "--app-dir", str(team.parent), *flags]
+    argv = ["serve", str(team), "--port", "0", "--app-dir", str(team.parent), *flags]
     with subprocess.Popen(
         [sys.executable, *program, *argv],
         stdout=subprocess.DEVNULL,
@@ -131,9 +141,10 @@ def serving(
         text=True,
         env={**os.environ, **(env or {})},
     ) as child:
-        served = Served(child, f"http://127.0.0.1:{port}")
+        served = Served(child, "")
         try:
             served.read_until("Uvicorn running on")
+            served.url = f"http://127.0.0.1:{listening_port(served.seen[-1])}"
             yield served
         finally:
             if child.poll() is None:

@@ -16,7 +16,7 @@ from regiment.cli import run_async
 from regiment.serve._serve import serve_command
 from tests.telemetry.otlp_receiver import OtlpReceiver
 
-from .cli_serving import GOAL, REFUND, Log, free_port, serve_and_ask
+from .cli_serving import GOAL, REFUND, Log, serve_and_ask
 from .teams import Stuck, stuck_team
 
 pytestmark = pytest.mark.anyio
@@ -51,9 +51,8 @@ async def test_a_blank_token_is_refused_not_taken_for_no_auth(token: str) -> Non
 
 
 async def test_serve_runs_the_team_file_with_the_token_from_the_environment() -> None:
-    port = free_port()
     out, err, stop = io.StringIO(), Log(), anyio.Event()
-    argv = ["serve", REFUND, "--port", str(port), "--model", "scripted"]
+    argv = ["serve", REFUND, "--port", "0", "--model", "scripted"]
     environ = {"REGIMENT_TOKEN": "from-env"}
     async with anyio.create_task_group() as tg:
 
@@ -67,7 +66,7 @@ async def test_serve_runs_the_team_file_with_the_token_from_the_environment() ->
         await err.ready.wait()
         # the start-up heap is kept out of full collections while serving
         assert gc.get_freeze_count() > 0
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{err.port}") as c:
             assert (await c.get("/health")).json() == {"status": "ok"}
             assert (await c.get("/runs")).status_code == 401
             auth = {"Authorization": "Bearer from-env"}
@@ -96,10 +95,10 @@ async def test_a_heap_the_application_froze_is_left_to_it() -> None:
 async def test_stopping_the_server_answers_a_waiting_post_with_its_cancelled_run() -> None:
     # uvicorn waits for open requests before the app's shutdown (which cancels the
     # runs): a ?wait=true on a run stuck in a tool held the stop for as long as the run.
-    stuck, port, err, stop = Stuck(), free_port(), Log(), anyio.Event()
+    stuck, err, stop = Stuck(), Log(), anyio.Event()
     options = argparse.Namespace(
         host="127.0.0.1",
-        port=port,
+        port=0,
         token=None,
         journal=None,
         keep_runs=None,
@@ -117,7 +116,7 @@ async def test_stopping_the_server_answers_a_waiting_post_with_its_cancelled_run
                 stop.set()
 
             tg.start_soon(stop_once_stuck)
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{err.port}") as c:
                 done = await c.post("/runs?wait=true", json={"goal": SCAN}, timeout=None)
     assert (done.status_code, done.json()["status"]) == (200, "cancelled")
     assert stuck.cancelled.is_set()

@@ -66,12 +66,12 @@ async def test_an_address_in_use_is_exit_2_with_what_to_do(tmp_path: Path) -> No
     assert "Traceback" not in err.getvalue()
 
 
-async def test_a_postgresql_journal_whose_server_is_down_is_one_line_and_exit_2() -> None:
+async def test_a_postgresql_journal_whose_server_is_down_is_one_line_and_exit_2(
+    refused_port: int,
+) -> None:
     # It was exit 2 already, but the line ended on libpq's question ("Is the server
     # running on that host and accepting TCP/IP connections?") with nothing to do.
-    with socket.socket() as probe:  # a port nothing listens on: the server is down
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = refused_port  # nothing listens there: the server is down
     url = f"postgresql://postgres:hunter2@127.0.0.1:{port}/runs"
     err = io.StringIO()
     argv = ["serve", REFUND, "--port", "1", "--model", "scripted", "--journal", url]

@@ -161,7 +161,12 @@ async def test_the_apps_shutdown_ends_a_live_run_cancelled_with_its_last_event()
 async def test_fifty_concurrent_posts_with_fifty_listeners() -> None:
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
     app = create_app(support_team())
-    async with serving(app) as url, httpx.AsyncClient(base_url=url, limits=limits) as c:
+    # Not httpx's 5 s default: the fifty runs share this process with their client, and
+    # on a loaded machine a POST waited longer than that for its answer (ReadTimeout).
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as c,
+    ):
         answers: dict[int, tuple[str, list[Frame]]] = {}
 
         async def one(n: int) -> None:

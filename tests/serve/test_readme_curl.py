@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import re
 import shlex
-import socket
 import sys
 from pathlib import Path
 
@@ -52,14 +51,11 @@ async def test_the_readme_service_lines_work(monkeypatch: pytest.MonkeyPatch) ->
     serve, curls = shlex.split(lines[0]), lines[1:]
     assert serve[:2] == ["regiment", "serve"]
     assert len(curls) == 7
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     err, stop, seen = Log(), anyio.Event(), []
     async with anyio.create_task_group() as tg:
 
         async def run() -> None:
-            argv = [*serve[1:], "--port", str(port)]
+            argv = [*serve[1:], "--port", "0"]  # the port uvicorn takes: err.port
             assert (
                 await run_async(argv, stdout=io.StringIO(), stderr=err, environ={}, interrupt=stop)
                 == 0
@@ -67,7 +63,7 @@ async def test_the_readme_service_lines_work(monkeypatch: pytest.MonkeyPatch) ->
 
         tg.start_soon(run)
         await err.ready.wait()
-        run_id = ""
+        port, run_id = err.port, ""
         async with httpx.AsyncClient() as client:
             for line in curls:
                 response = await client.send(_curl(line, port, run_id), stream=True)

@@ -17,7 +17,7 @@ import httpx2 as httpx
 from regiment.errors import ConfigError
 from regiment.serve import serve_command
 
-from .cli_serving import Log, free_port
+from .cli_serving import Log
 from .teams import support_team
 
 
@@ -28,7 +28,7 @@ class _Thread(Log):
 
     def __init__(self, *, with_stop: bool) -> None:
         super().__init__()
-        self.port, self.with_stop = free_port(), with_stop
+        self.with_stop = with_stop
         self.settled, self.listening = threading.Event(), False
         self.outcome: list[BaseException | int] = []
         self.stop: tuple[anyio.Event, anyio.lowlevel.EventLoopToken] | None = None
@@ -53,7 +53,7 @@ class _Thread(Log):
     async def _serve(self) -> int:
         options = argparse.Namespace(
             host="127.0.0.1",
-            port=self.port,
+            port=0,  # uvicorn takes a free one: Log.port
             token=None,
             journal=None,
             keep_runs=None,

@@ -25,18 +25,16 @@ REFUND = str(REPO / "examples" / "refund" / "team.toml")
 GOAL = "For order 88213 check refund eligibility, issue the refund if eligible, then email the customer."
 
 
-def _closed_port_url() -> str:
-    # Bind, read the port, close: nothing listens there afterwards.
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+@pytest.fixture
+def closed_url(refused_port: int) -> str:
+    """A collector's URL nothing listens at (for the test's length: see refused_port)."""
+    return f"http://127.0.0.1:{refused_port}"
 
 
 def test_a_missing_collector_is_one_reason_and_no_log_noise(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], closed_url: str
 ) -> None:
-    handle = configure_tracing("t", endpoint=_closed_port_url(), set_global=False)
+    handle = configure_tracing("t", endpoint=closed_url, set_global=False)
     with handle.provider.get_tracer("t").start_as_current_span("work"):
         pass
     handle.shutdown()
@@ -78,7 +76,7 @@ def test_a_collector_answering_503_is_named_with_its_status(timeout: float, said
     )
 
 
-def test_a_missing_collector_puts_no_log_export_noise_on_the_terminal() -> None:
+def test_a_missing_collector_puts_no_log_export_noise_on_the_terminal(closed_url: str) -> None:
     # The span export's failure was kept quiet, but the log export's, which
     # closes after it, reached Python's last-resort handler on stderr.
     out = run_python(
@@ -88,7 +86,7 @@ def test_a_missing_collector_puts_no_log_export_noise_on_the_terminal() -> None:
         sys.stderr = sys.stdout  # where the last-resort handler writes
         from regiment.telemetry import configure_tracing
 
-        url = "{_closed_port_url()}"
+        url = "{closed_url}"
         handle = configure_tracing("t", endpoint=url, set_global=False, logs=True, export_timeout=0.5)
         with handle.provider.get_tracer("t").start_as_current_span("work"):
             logging.getLogger("regiment.app").warning("in a span")
@@ -157,9 +155,9 @@ def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.anyio
 async def test_cli_says_it_could_not_export_and_names_the_trace(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, closed_url: str
 ) -> None:
-    url = _closed_port_url()
+    url = closed_url
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     out, err = io.StringIO(), io.StringIO()
     code = await run_async(
