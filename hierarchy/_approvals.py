@@ -16,7 +16,7 @@ import functools
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, NamedTuple, final
+from typing import TYPE_CHECKING, final
 
 import anyio
 import msgspec
@@ -31,6 +31,15 @@ from regiment.hierarchy._approval_entries import (
     request_id_for,
 )
 from regiment.hierarchy._clock import RunClock
+from regiment.hierarchy._desk_notices import (
+    ApprovalNoticed,
+    ApprovalSettled,
+    DeskNotice,
+    EditJudged,
+    NestedStalled,
+    Notice,
+    StepAt,
+)
 from regiment.hierarchy._nested_calls import NestedCalls
 from regiment.hierarchy._nested_waits import InFlight, NestedWaits, StepCalls
 from regiment.tools import (
@@ -63,59 +72,6 @@ __all__ = (
     "decision_name",
     "request_id_for",
 )
-
-
-class DeskNotice(msgspec.Struct, frozen=True):
-    """What the approval desk tells a run's planner: one of ``Notice``."""
-
-
-@final
-class ApprovalNoticed(DeskNotice, frozen=True):
-    """A planner message: a call of this run waits for a decision."""
-
-    request: ApprovalRequest
-    journaled: bool = False  # a resumed run's request, journaled before it paused
-
-
-@final
-class ApprovalSettled(DeskNotice, frozen=True):
-    """A planner message: a pending request of this run was decided (or expired)."""
-
-    request: ApprovalRequest
-    decision: ApprovalDecision
-    by: str
-    waited_s: float
-    journaled: bool = False  # decided while the run was paused: the journal has it
-    judging: bool = False  # an edit the call's guards judge next (``EditJudged`` follows)
-
-
-@final
-class EditJudged(DeskNotice, frozen=True):
-    """A planner message: the call's ``tool_call`` guards judged a request's edit
-    (``verdict``: the edit as they left it, or the denial they made of it)."""
-
-    request_id: str
-    verdict: ApprovalDecision
-
-
-@final
-class NestedStalled(DeskNotice, frozen=True):
-    """A planner message: a run nested in this one has nothing left to do but wait for
-    decisions, so the step it serves waits too; or (``run_id`` this run's own) a step
-    of this run whose decided call worked now only waits: the run may have to pause."""
-
-    run_id: str
-
-
-Notice = ApprovalNoticed | ApprovalSettled | EditJudged | NestedStalled
-
-
-class StepAt(NamedTuple):
-    """A step of a run: where a nested run hangs in its parent."""
-
-    run_id: str
-    plan_version: int
-    step_id: str
 
 
 _EXPIRED = Deny(reason="no decision before the request expired")
@@ -231,11 +187,13 @@ class ApprovalDesk:
                 await self.tell(request.run_id, _settled(entry, entry.decision, 0.0))
             return entry.decision
         started = entry.started = time.monotonic()
+        unasked: bool | None = journaled  # the run was not told of the request (yet)
         if not self._expired(entry):
             if at is not None:  # counted before its run hears of it
                 self._hold(entry, at, calls)
             with anyio.move_on_after(_RECORD_GRACE, shield=True):
                 await self.tell(request.run_id, ApprovalNoticed(entry.request, journaled))
+            unasked = None
             ready = entry.ready = anyio.Event()
             if _decided(entry):  # while the run was being told (mypy: an await came between)
                 ready.set()
@@ -253,6 +211,8 @@ class ApprovalDesk:
         if entry.decision is None:
             entry.decision, entry.by = _EXPIRED, "timeout"
         settled = _settled(entry, entry.decision, time.monotonic() - started)
+        if unasked is not None:  # it expired before the run heard of it
+            settled = msgspec.structs.replace(settled, unasked=unasked)
         await self.tell(request.run_id, settled)
         return entry.decision
 

@@ -113,6 +113,8 @@ class PausesForApprovals:
             case ApprovalNoticed(request=request, journaled=journaled):
                 self._record(ApprovalAsked(request, journaled))
             case ApprovalSettled(request=r, decision=d, by=by, waited_s=waited, journaled=j):
+                if notice.unasked is not None and r.request_id not in self._book.approvals.pending:
+                    self._record(ApprovalAsked(r, notice.unasked))  # (it expired untold)
                 self._record(ApprovalAnswered(r, d, by, waited, j, notice.judging))
             case EditJudged(request_id=request_id, verdict=verdict):
                 self._record(ApprovalJudged(request_id, verdict))
