@@ -1,6 +1,6 @@
 """Model calls in flight when a run's process died: billed, though no reply came back.
 
-A run whose budget limits tokens or money journals, durably before
+A run whose budget limits model calls, tokens or money journals, durably before
 each model call, the most that call may spend (:func:`most_spent`: its estimated input,
 its ``max_tokens`` as output, their cost at its model's price). A resume charges each
 started call with no response journaled after it at that most (:func:`charge_unanswered`),
@@ -32,6 +32,7 @@ __all__ = (
     "charge_lost",
     "charge_unanswered",
     "journal_intent",
+    "holds_calls",
     "limits_spending",
     "most_spent",
     "planner_intents",
@@ -66,12 +67,18 @@ def limits_spending(allowance: StepAllowance) -> bool:
     )
 
 
-def _budget_limits_spending(budget: Budget) -> bool:
-    """Whether a run's budget limits what its model calls spend (tokens or money): then
-    each planner-side call's intent is journaled before it is sent."""
+def holds_calls(budget: Budget) -> bool:
+    """Whether a run's budget limits its model calls or what they spend (tokens or
+    money): then each call's intent is journaled before it is sent, so one in flight at a
+    crash counts against every such limit on resume (a ``model_calls``-only budget's too:
+    it used to journal none, and a resume sent that call again uncounted)."""
     b = budget
     return not (
-        b.tokens is None and b.input_tokens is None and b.output_tokens is None and b.usd is None
+        b.model_calls is None
+        and b.tokens is None
+        and b.input_tokens is None
+        and b.output_tokens is None
+        and b.usd is None
     )
 
 
@@ -95,10 +102,9 @@ def most_spent(caller: ModelCaller, request: ModelRequest) -> Usage:
 
 def planner_intents(log: CallLog, calls: dict[str, int], budget: Budget) -> Started | None:
     """What journals a planner-side call's intent (``PhaseCalls``), under a ``budget``
-    that limits spending; ``calls``: the run journal's count of replies by purpose."""
-    return (
-        functools.partial(_planner_intent, log, calls) if _budget_limits_spending(budget) else None
-    )
+    that limits model calls or spending (``holds_calls``); ``calls``: the run journal's
+    count of replies by purpose."""
+    return functools.partial(_planner_intent, log, calls) if holds_calls(budget) else None
 
 
 async def _planner_intent(

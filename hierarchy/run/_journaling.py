@@ -223,6 +223,7 @@ class RunJournal:
             charge_unanswered(self._replay, ledger.spent, self.run_id)
         started = planner_intents(self.calls, self._calls, ledger.budget)
         self.bounded = started is not None  # its judges' calls journal intents too
+        self.calls.holds_calls = ledger.budget.model_calls is not None  # its steps' calls too
         return started
 
     def replayed(self, purpose: str) -> Replayed | None:

@@ -57,7 +57,7 @@ def derived_key(run_id: str, plan_version: int, step_id: str, call_index: int) -
 class RunCalls:
     """What a run gives its workers' tool loops: its deps and, when journaled, its journal."""
 
-    __slots__ = ("deps", "error", "journal", "lease", "replay", "run_id")
+    __slots__ = ("deps", "error", "holds_calls", "journal", "lease", "replay", "run_id")
 
     def __init__(
         self,
@@ -73,6 +73,9 @@ class RunCalls:
         self.lease = lease
         self.replay = replay
         self.error: JournalError | None = None  # a failed write: the run fails with it
+        # Its budget limits model calls (``holds_calls``): a step's calls journal their
+        # intents even when its share limits no spending (set as the run starts).
+        self.holds_calls = False
 
     @property
     def journaled(self) -> bool:
@@ -114,6 +117,10 @@ class CallLog(Protocol):
     def journaled(self) -> bool: ...
     @property
     def kept(self) -> bool: ...
+    @property
+    def holds_calls(self) -> bool:
+        """Whether the run's budget limits its model calls: each call's intent is kept."""
+        ...
 
     async def append(self, record: Record, *, durable: bool = False) -> None:
         """Journal ``record`` (``durable``: before this returns)."""
@@ -155,8 +162,11 @@ class StepCalls:
             self._run_id, self._deps, self._replay = run.run_id, run.deps, run.replay
             self._journaled = run.journaled
         self._assign = assign
-        # Under a spending budget each call's intent is journaled (durably) before it is sent.
-        self._bounded = run is not None and run.kept and limits_spending(assign.allowance)
+        # Under a budget on model calls or spending each call's intent is journaled
+        # (durably) before it is sent.
+        self._bounded = (
+            run is not None and run.kept and (run.holds_calls or limits_spending(assign.allowance))
+        )
         self._worker = worker
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
