@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy.workers._journal_calls import CallLog
 
 __all__ = (
+    "charge_cut",
     "charge_lost",
     "charge_unanswered",
     "journal_intent",
@@ -160,9 +161,29 @@ def _charged(spent: Spent | None, lost: list[ModelCallStarted]) -> Usage:
     total = Usage()
     for started in lost:
         if spent is not None:
-            spent.charge(started.role, started.most, model_calls=1)
+            spent.charge_most(started.role, started.most)
         total = total + started.most
     return total
+
+
+def charge_cut(spent: Spent, started: ModelCallStarted, where: str) -> None:
+    """Charge a live run's ``spent`` with a model call cut in this process while in flight
+    (its step or run cut: a replan, a cancel, a sibling's failure, the wall clock) at its
+    most, as a lost replica's calls are (``charge_lost``); ``where``: the run and role,
+    for the INFO line on ``regiment.run``. Not in the step's report: a journal keeps the
+    call unanswered, so a later resume counts it once, from the journal."""
+    most = _charged(spent, [started])
+    _log.info(
+        "%s: its model call %s was cut in flight; its provider bills a call it got though "
+        "no usage came back, so the run counts it at the most it could have spent (an "
+        "estimate, in RunResult.estimated_usage): %d tokens (%d input, %d output), $%.6f",
+        where,
+        started.call_key,
+        most.input_tokens + most.output_tokens,
+        most.input_tokens,
+        most.output_tokens,
+        most.micro_usd / _PER_MILLION,
+    )
 
 
 def charge_lost(

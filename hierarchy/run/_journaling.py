@@ -217,8 +217,7 @@ class RunJournal:
         self._add(reply_record(self.run_id, key, change))
 
     def count_spending(self, ledger: BudgetLedger) -> Started | None:
-        """Charge a resumed run with its model calls that were in flight; what journals a
-        planner-side call's intent, under a budget that limits spending (``_in_flight``)."""
+        """Charge a resumed run's calls in flight; what journals a call's intent (``_in_flight``)."""
         if self._replay is not None:
             charge_unanswered(self._replay, ledger.spent, self.run_id)
         started = planner_intents(self.calls, self._calls, ledger.budget)

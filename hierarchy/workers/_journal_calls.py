@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Protocol, final
+from typing import TYPE_CHECKING, Protocol, final
 
+import anyio
 import msgspec
 from opentelemetry import trace
 
 from regiment._json import JsonObject
 from regiment.errors import JournalError
-from regiment.hierarchy._in_flight import journal_intent, limits_spending, most_spent
+from regiment.hierarchy._in_flight import charge_cut, journal_intent, limits_spending, most_spent
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
@@ -42,6 +43,10 @@ from regiment.journal import (
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart
 from regiment.telemetry import semconv as sc
 from regiment.tools import Approver, RunContext, ToolResult, Toolset
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._budget import BudgetLedger
+    from regiment.hierarchy._spent import Spent
 
 __all__ = ("CallLog", "JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
 
@@ -138,6 +143,7 @@ class StepCalls:
     __slots__ = (
         "_assign",
         "_bounded",
+        "_cut",
         "_deps",
         "_journaled",
         "_live",
@@ -152,7 +158,12 @@ class StepCalls:
     )
 
     def __init__(
-        self, run: CallLog | None, assign: AssignStep, worker: str, live: LiveSink | None = None
+        self,
+        run: CallLog | None,
+        assign: AssignStep,
+        worker: str,
+        live: LiveSink | None = None,
+        ledger: BudgetLedger | None = None,
     ) -> None:
         self._run = run
         if run is None:
@@ -167,6 +178,13 @@ class StepCalls:
         self._bounded = (
             run is not None and run.kept and (run.holds_calls or limits_spending(assign.allowance))
         )
+        # The run's (in its process), under such a budget: a call cut in flight is charged
+        # to it at its most (``charge_cut``), journal or not.
+        self._cut: Spent | None = None
+        if ledger is not None and (
+            ledger.budget.model_calls is not None or limits_spending(assign.allowance)
+        ):
+            self._cut = ledger.spent
         self._worker = worker
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
@@ -177,7 +195,9 @@ class StepCalls:
     def model_call(self, caller: ModelCaller) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
         """How the step asks ``caller`` with no guards in between: through :meth:`model`,
         or straight (a frame fewer a call) when nothing is replayed, recorded or streamed."""
-        if self._live is None and not (self._replay.responses or self._journaled):
+        if self._live is None and not (
+            self._replay.responses or self._journaled or self._cut is not None
+        ):
             return caller.call
         return functools.partial(self.model, caller)
 
@@ -191,7 +211,7 @@ class StepCalls:
         self._model_calls += 1
         responses = self._replay.responses
         live = None if held else self._live
-        if not (responses or self._journaled):  # nothing to replay, nowhere to record
+        if not (responses or self._journaled or self._cut is not None):  # nothing to do here
             return await caller.call(request, live)
         assign = self._assign
         key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
@@ -201,13 +221,21 @@ class StepCalls:
             if caller.telemetry.traced:
                 trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
             return replayed
-        if self._bounded and self._run is not None:  # billed even if no reply comes back
+        intent = None
+        if self._bounded or self._cut is not None:  # billed even if no reply comes back
             most = most_spent(caller, request)
             intent = ModelCallStarted(
                 run_id=self._run_id, call_key=key, role=self._worker, most=most
             )
-            await self._run.append(intent, durable=True)
-        response = await caller.call(request, live)
+            if self._bounded and self._run is not None:
+                await self._run.append(intent, durable=True)
+        try:
+            response = await caller.call(request, live)
+        except anyio.get_cancelled_exc_class():  # cut in flight: billed all the same
+            if self._cut is not None and intent is not None:
+                where = f"run {self._run_id}: worker '{self._worker}', step {assign.step.id}"
+                charge_cut(self._cut, intent, where)
+            raise
         if self._journaled and self._run is not None:
             record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
             await self._run.append(record)

@@ -118,6 +118,7 @@ class WorkerActor(StepActor):
                 live_sink(channel, run_id, worker.name)
                 if channel is not None and channel.streaming
                 else None,
+                None if channel is None else channel.fence.top_ups.ledger,
             ),
             guards=self._guards,
         )
