@@ -13,8 +13,10 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, final
 
+import anyio
 import msgspec
 
 from regiment.journal import ModelCallStarted
@@ -32,6 +34,7 @@ __all__ = (
     "charge_cut",
     "charge_lost",
     "charge_unanswered",
+    "CutWatch",
     "journal_intent",
     "holds_calls",
     "limits_spending",
@@ -219,6 +222,42 @@ def charge_lost(
         output_tokens=_less(a.output_tokens, total.output_tokens),
         micro_usd=_less(a.micro_usd, total.micro_usd),
     )
+
+
+@final
+class CutWatch:
+    """A run's planner-side model call in flight (one at a time: its ``CallRunner`` runs
+    them back to back), charged at its most (``charge_cut``) if it is cut: by the
+    planner as it supersedes or stops it (``cut``, in its own task: before the run's
+    result is made), or by a cancel from outside (its block's exit)."""
+
+    __slots__ = ("_flying", "_spent", "_where")
+
+    def __init__(self, spent: Spent, where: str) -> None:
+        self._spent, self._where = spent, where
+        self._flying: ModelCallStarted | None = None
+
+    def sent(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> CutWatch:
+        """Watch the call ``key`` of ``role`` about to be sent (``with``: while it runs)."""
+        most = most_spent(caller, request)
+        self._flying = ModelCallStarted(run_id="", call_key=key, role=role, most=most)
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if kind is not None and issubclass(kind, anyio.get_cancelled_exc_class()):
+            self.cut()
+        self._flying = None  # answered (or failed: its error says what it spent)
+
+    def cut(self) -> None:
+        """The call in flight, if any, is cut: charge it at its most."""
+        if (flying := self._flying) is not None:
+            self._flying = None
+            charge_cut(self._spent, flying, f"{self._where}: {flying.role}")
 
 
 def _less(limit: int | None, used: int) -> int | None:

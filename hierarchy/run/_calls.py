@@ -26,7 +26,7 @@ from regiment.actors import ActorContext
 from regiment.hierarchy._afford import refused_detail
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
-from regiment.hierarchy._in_flight import Started
+from regiment.hierarchy._in_flight import CutWatch, Started, holds_calls
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
@@ -137,6 +137,7 @@ class PhaseCalls:
         self._runner: CallRunner | None = None  # made by the first call
         self._lender = lender  # run()'s caller, or the supervisor: the calls run in its task
         self._ledger: BudgetLedger | None = None  # the synthesis': set as it starts
+        self._watch: CutWatch | None = None  # under a budget on calls or spending: a cut's
         self.refused = ""  # what the last call ``start`` refused needed, and what was left
 
     def start(
@@ -180,6 +181,8 @@ class PhaseCalls:
                 self.refused = ""
                 return held_limit(ledger)
             request = held
+        if self._watch is None and holds_calls(ledger.budget):  # a call cut is charged
+            self._watch = CutWatch(ledger.spent, f"run {self._run_id}")
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
@@ -199,7 +202,10 @@ class PhaseCalls:
         return True
 
     def supersede(self) -> None:
-        """Cancel the call in flight; a reply already on its way will not be accepted."""
+        """Cancel the call in flight (charged at its most, ``CutWatch``); a reply already
+        on its way will not be accepted."""
+        if self._watch is not None:
+            self._watch.cut()
         if self._scope is not None:
             self._scope.cancel()
             self._scope = None
@@ -208,6 +214,8 @@ class PhaseCalls:
     def stop(self) -> None:
         """The run has ended: cancel the deadline and the call in flight."""
         # Only scopes in use are cancelled: anyio's cancel() formats a task repr.
+        if self._watch is not None:
+            self._watch.cut()
         if self._deadline is not None:
             self._deadline.cancel()
         if self._scope is not None:
@@ -268,9 +276,16 @@ class PhaseCalls:
                 if replayed is not None and span.is_recording():  # journaled: not asked again
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
-                    response, calls, unpaid = (
-                        replayed if replayed is not None else await self._ask(purpose, request)
-                    )
+                    if replayed is not None:
+                        asked: tuple[ModelResponse, int, Unpaid | None] = replayed
+                    elif (watch := self._watch) is None:
+                        asked = await self._ask(purpose, request)
+                    else:  # a call cut in flight is charged at its most
+                        with watch.sent(
+                            purpose, ROLES[purpose], self._model_caller(purpose), request
+                        ):
+                            asked = await self._ask(purpose, request)
+                    response, calls, unpaid = asked
                     reply = ModelReplied(
                         purpose, token, response, calls=calls, span=span, unpaid=unpaid
                     )

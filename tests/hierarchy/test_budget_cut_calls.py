@@ -166,3 +166,64 @@ async def test_a_call_cut_by_the_runs_cancel_is_charged_at_its_most(
     assert isinstance(ending, RunCompleted)
     assert ending.result.status == "cancelled"
     _counted(ending.result, api, _most(caplog))
+
+
+def _writer(api: StandIn, budget: Budget) -> Team:
+    """One scripted step; the synthesis is the stand-in's held call."""
+
+    def brain(request: ModelRequest) -> str:
+        if request.role == "planner":
+            return json.dumps({"steps": [{"id": "s1", "description": "draft"}]})
+        return "drafted"
+
+    scripted = ScriptedModel(brain, price=FREE)
+    held = AnthropicModel(
+        "claude-test-1",
+        api_key="k",
+        base_url=api.base_url,
+        stream=False,
+        max_retries=0,
+        price=CLAUDE,
+        settings=ModelSettings(max_tokens=200),
+    )
+    return Team(
+        name="writer",
+        planner=Planner(model=scripted, synthesizer_model=held),
+        workers=[Worker(name="w", description="drafts", model=scripted)],
+        budget=budget,
+    )
+
+
+def _synthesis_counted(result: RunResult, api: StandIn, caplog: pytest.LogCaptureFixture) -> None:
+    (said,) = [r.getMessage() for r in caplog.records if "cut in flight" in r.getMessage()]
+    assert f"run {result.run_id}: synthesizer: its model call synthesis was cut" in said
+    most = int(float(re.findall(r"\$(\d+\.\d+)", said)[0]) * 1_000_000 + 0.5)
+    assert len(api.requests) == 1  # the synthesis: the only call the provider got
+    assert result.usage_by_role["synthesizer"].micro_usd == most >= BILLED
+    assert result.estimated_usage.micro_usd == result.usage.micro_usd == most
+    assert result.usage.micro_usd <= USD * 1_000_000
+
+
+async def test_a_synthesis_cut_by_the_runs_cancel_is_charged_at_its_most(
+    api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    desk = Desk(api, probe=False)  # only for its wait on the stand-in's held call
+    async with _writer(api, Budget(usd=USD)).start() as running:
+        async with running.stream("draft") as events:
+            async for _ in events:
+                await desk.held()
+                break  # leaving the block cancels the run
+        ending = events.ending
+    assert isinstance(ending, RunCompleted)
+    assert ending.result.status == "cancelled"
+    _synthesis_counted(ending.result, api, caplog)
+
+
+async def test_a_synthesis_cut_by_the_wall_clock_is_charged_at_its_most(
+    api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    result = await _writer(api, Budget(usd=USD, wall_clock=2.0)).run("draft")
+    assert (result.status, result.budget_exhausted) == ("partial", "wall_clock")
+    _synthesis_counted(result, api, caplog)
