@@ -1,0 +1,126 @@
+"""A nested run's judge calls, and its checks before a critique, a compression and a
+dispatch, wait for the run above to give back, as its planner's, critic's and
+synthesizer's calls do (``_nested_afford.waited``: one path for all).
+
+Each refused at once when the nested run's own allowance was short, though a sibling in
+flight in the run above was about to report and give back more than it lacked: a judge
+raised ``BudgetExceeded`` (its guard tripped), a critique was skipped, a compression
+skipped, a step left unsent (the nested run ended ``partial``). Each now waits while such
+a sibling holds a share, and gives up only once none is left.
+
+The shape is ``test_nested_calls_wait``'s: s1 goes to a nested team; s2..s8 are short
+notes whose last call comes back a moment after the nested worker has answered, so
+what the nested run asks for next is asked while they still hold their shares.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from regiment.hierarchy import Budget, Planner, RunResult, Team, TeamWorker, Worker
+from regiment.hierarchy.guard import AnswerSubject, Outcome, Pass, guardrail, judge
+from regiment.models import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Price,
+    ScriptedModel,
+    text_response,
+)
+
+from .brains import plan_json
+from .limits import budget_of, spent_of
+
+pytestmark = pytest.mark.anyio
+
+DEAR = Price(input=100.0, output=100.0)  # the judge: a hundred micro-dollars a token
+CHEAP = Price(input=1.0, output=1.0)
+LONG = "weigh this " * 1000  # what the judge reads: its call is the nested run's dearest
+SHORT = 7
+
+
+class Nest:
+    """The run above: s1 on the nested team, s2..s8 short notes that hold their shares
+    until a moment after the nested worker has answered."""
+
+    def __init__(self) -> None:
+        self.dug = anyio.Event()
+        self.judged = 0  # judge calls made
+
+    async def digger(self, request: ModelRequest) -> ModelResponse:
+        self.dug.set()
+        return text_response("found it")
+
+    def inner(self, request: ModelRequest) -> str:
+        if request.role == "planner":
+            return plan_json({"id": "c1", "description": "dig"})
+        return "the nested answer"
+
+    def judge_model(self, request: ModelRequest) -> str:
+        self.judged += 1
+        return "fine"
+
+    async def above(self, request: ModelRequest) -> str:
+        if request.role == "planner":
+            steps = [{"id": "s1", "description": "research", "worker": "research"}]
+            steps += [
+                {"id": f"s{i}", "description": f"note {i}", "worker": "w"} for i in range(2, 9)
+            ]
+            return plan_json(*steps)
+        if request.role == "synthesizer":
+            return "the answer"
+        await self.dug.wait()
+        await anyio.sleep(0.05)  # in flight as the nested run asks for its judge
+        return "noted"
+
+    def team(self, budget: Budget) -> Team:
+        judge_model = ScriptedModel(self.judge_model, price=DEAR)
+
+        @guardrail("answer", model=judge_model)
+        async def weighed(subject: AnswerSubject) -> Outcome:
+            asked = ModelRequest(messages=(Message.user(LONG + subject.text),), max_tokens=20)
+            await judge(judge_model, asked)
+            return Pass()
+
+        child = Team(
+            name="inner",
+            planner=Planner(
+                model=ScriptedModel(self.inner, price=CHEAP), synthesizer_guardrails=[weighed]
+            ),
+            workers=[
+                Worker(name="d", description="digs", model=ScriptedModel(self.digger, price=CHEAP))
+            ],
+        )
+        model = ScriptedModel(self.above, price=CHEAP)
+        return Team(
+            name="outer",
+            planner=Planner(model=model, max_steps=8),
+            workers=[
+                TeamWorker(name="research", description="digs deep", team=child),
+                Worker(name="w", description="notes", model=model),
+            ],
+            budget=budget,
+            concurrency=8,
+        )
+
+    async def run(self, budget: Budget) -> RunResult:
+        with anyio.fail_after(30):  # a wait on a sibling that never gives back would hang
+            return await self.team(budget).run("goal")
+
+
+@pytest.mark.parametrize("limit", ["usd", "tokens"])
+async def test_a_nested_runs_judge_waits_for_the_run_aboves_steps_to_give_back(
+    limit: str,
+) -> None:
+    whole = await Nest().run(Budget())
+    assert whole.status == "completed"
+    need = spent_of(whole, limit)
+    nest = Nest()
+    result = await nest.run(budget_of(limit, need * 3))
+    assert (result.status, result.budget_exhausted) == ("completed", None), result.events
+    assert nest.judged == 1
+    assert spent_of(result, limit) <= need * 3
+    (s1,) = [r for r in result.steps if r.step_id == "s1"]
+    assert (s1.status, s1.output) == ("done", "the nested answer")
+    assert len(result.committed) == 1 + SHORT
