@@ -35,7 +35,7 @@ from regiment.hierarchy._nested_afford import Unaffordable, afforded, may_wait
 from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
-from regiment.hierarchy.run._call_runner import CallRunner
+from regiment.hierarchy.run._call_runner import CallRunner, ScopedJob
 from regiment.hierarchy.run._empty_answer import synthesized
 from regiment.hierarchy.run._lender import CallLender
 from regiment.hierarchy.run._messages import (
@@ -202,8 +202,7 @@ class PhaseCalls:
         return True
 
     def supersede(self) -> None:
-        """Cancel the call in flight (charged at its most, ``CutWatch``); a reply already
-        on its way will not be accepted."""
+        """Cancel the call in flight (charged: ``CutWatch``); a reply on its way is dropped."""
         if self._watch is not None:
             self._watch.cut()
         if self._scope is not None:
@@ -223,6 +222,12 @@ class PhaseCalls:
         if self._runner is not None:
             self._runner.close()
 
+    def off_turn(self, ctx: Context, job: ScopedJob) -> None:
+        """Run ``job`` in the call runner's task, in a scope ``supersede`` and ``stop`` cut."""
+        self._scope = scope = ctx.system.new_cancel_scope()
+        self._runner = self._runner or CallRunner(ctx, self._lender)
+        self._runner.submit(functools.partial(job, scope))
+
     def start_deadline(self, ctx: Context, seconds: float, clock: RunClock) -> None:
         """Count the run's wall-clock budget down on ``clock`` (approval waits hold it)."""
         self._deadline = ctx.system.new_cancel_scope()
@@ -234,10 +239,6 @@ class PhaseCalls:
         return {"critique": critic, "compress": compressor, "synthesis": synth}.get(
             purpose, planner
         )
-
-    def _agent(self, purpose: Purpose) -> dict[str, AttributeValue]:
-        """``gen_ai.agent.name`` of the role that answers a call for ``purpose``."""
-        return {sc.GEN_AI_AGENT_NAME: self._model_caller(purpose).agent}
 
     def _caller(self, purpose: Purpose) -> Caller:
         match purpose:
@@ -269,7 +270,7 @@ class PhaseCalls:
                 log_context(self._run_id, worker=self._team.planner.name),
                 judging_within(purse, self._tape),
                 self._trace.in_run(),
-                self._span(purpose, facts) as span,
+                _span(self._team, self._model_caller(purpose).agent, purpose, facts) as span,
             ):
                 if purpose == "replan":  # the version it makes (its span names the planner)
                     self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
@@ -329,40 +330,43 @@ class PhaseCalls:
         if self._live is not None:
             self._live.tell(ModelRequest(messages=(), role="synthesizer"), answer)
 
-    def _span(self, purpose: Purpose, facts: SpanFacts) -> AbstractContextManager[Span]:
-        """The call's phase span, left open when its block exits: ``_call`` ends it once
-        the reply has been read (a plan's span then says how many steps it has)."""
-        telemetry, planner = self._team.telemetry, self._team.planner.name
-        match purpose:
-            case "plan":
-                return telemetry.plan_span(planner, plan_version=1, end_on_exit=False)
-            case "replan":
-                if telemetry.metrics is not None:
-                    telemetry.metrics.replan(self._team.name)
-                return telemetry.replan_span(
-                    old_version=facts.version,
-                    reason=facts.reason,
-                    planner=planner,
-                    end_on_exit=False,
-                )
-            case "round":
-                return telemetry.plan_span(
-                    planner,
-                    plan_version=facts.version + 1,
-                    attributes={"regiment.round": facts.round},
-                    end_on_exit=False,
-                )
-            case "critique":  # each names the role that answers, as its chat span does
-                attributes = {sc.REGIMENT_ROUND: facts.round, **self._agent(purpose)}
-                return telemetry.phase_span("critique", attributes=attributes, end_on_exit=False)
-            case "compress":
-                attributes = self._agent(purpose)
-                return telemetry.phase_span("compress", attributes=attributes, end_on_exit=False)
-            case "synthesis":
-                attributes = self._agent(purpose)
-                return telemetry.phase_span("synthesize", attributes=attributes, end_on_exit=False)
-            case _:
-                assert_never(purpose)
+
+def _span(
+    team: TeamRuntime, agent: str, purpose: Purpose, facts: SpanFacts
+) -> AbstractContextManager[Span]:
+    """A call's phase span (``agent``: the role that answers it), left open when its block
+    exits: ``_call`` ends it once the reply has been read (a plan's span then says how
+    many steps it has)."""
+    telemetry, planner = team.telemetry, team.planner.name
+    answers: dict[str, AttributeValue] = {sc.GEN_AI_AGENT_NAME: agent}
+    match purpose:
+        case "plan":
+            return telemetry.plan_span(planner, plan_version=1, end_on_exit=False)
+        case "replan":
+            if telemetry.metrics is not None:
+                telemetry.metrics.replan(team.name)
+            return telemetry.replan_span(
+                old_version=facts.version,
+                reason=facts.reason,
+                planner=planner,
+                end_on_exit=False,
+            )
+        case "round":
+            return telemetry.plan_span(
+                planner,
+                plan_version=facts.version + 1,
+                attributes={"regiment.round": facts.round},
+                end_on_exit=False,
+            )
+        case "critique":  # each names the role that answers, as its chat span does
+            attributes = {sc.REGIMENT_ROUND: facts.round, **answers}
+            return telemetry.phase_span("critique", attributes=attributes, end_on_exit=False)
+        case "compress":
+            return telemetry.phase_span("compress", attributes=answers, end_on_exit=False)
+        case "synthesis":
+            return telemetry.phase_span("synthesize", attributes=answers, end_on_exit=False)
+        case _:
+            assert_never(purpose)
 
 
 def _when_paid(
@@ -373,17 +377,15 @@ def _when_paid(
     if not may_wait(calls._top_ups):
         return limit
     purpose, ledger, deliver, token = call[0], call[3], call[4], calls._token
-    calls._scope = scope = ctx.system.new_cancel_scope()  # superseded, stopped: it ends
 
-    async def when_paid() -> None:
+    async def when_paid(scope: anyio.CancelScope) -> None:  # superseded, stopped: it ends
         with scope:
             await afforded(ledger, calls._top_ups, *needs)  # paid, or no more waiting
             if (unpaid := calls.start(ctx, *call)) is not None:  # the run ends on it
                 why = f"no budget left for the {purpose} model call{calls.refused}"
                 await deliver(ModelReplied(purpose, token, None, Unaffordable(why, unpaid)))
 
-    calls._runner = calls._runner or CallRunner(ctx, calls._lender)
-    calls._runner.submit(when_paid)
+    calls.off_turn(ctx, when_paid)
     return None
 
 

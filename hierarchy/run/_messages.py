@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = (
     "CancelRun",
     "DeadlineReached",
+    "GaveBack",
     "GuardJudged",
     "ModelReplied",
     "PlannerMessage",
@@ -76,6 +77,12 @@ class GuardJudged:
     adopted: PlanAdopted | None
 
 
+@dataclass(frozen=True, slots=True)
+class GaveBack:
+    """A nested run's check waited for a give-back in the tree of runs (a critique's,
+    a compression's, a dispatch's: ``JudgesRounds._waits_above``): look again."""
+
+
 PlannerMessage: TypeAlias = (
     StartRun
     | ModelReplied
@@ -86,4 +93,5 @@ PlannerMessage: TypeAlias = (
     | ApprovalNoticed
     | ApprovalSettled
     | NestedStalled
+    | GaveBack
 )

@@ -15,10 +15,22 @@ what the nested run asks for next is asked while they still hold their shares.
 
 from __future__ import annotations
 
+import json
+import logging
+
 import anyio
 import pytest
 
-from regiment.hierarchy import Budget, Planner, RunResult, Team, TeamWorker, Worker
+from regiment.hierarchy import (
+    Budget,
+    Compression,
+    Critic,
+    Planner,
+    RunResult,
+    Team,
+    TeamWorker,
+    Worker,
+)
 from regiment.hierarchy.guard import AnswerSubject, Outcome, Pass, guardrail, judge
 from regiment.models import (
     Message,
@@ -37,24 +49,33 @@ pytestmark = pytest.mark.anyio
 DEAR = Price(input=100.0, output=100.0)  # the judge: a hundred micro-dollars a token
 CHEAP = Price(input=1.0, output=1.0)
 LONG = "weigh this " * 1000  # what the judge reads: its call is the nested run's dearest
+FINDING = "dug up " * 1000  # what the nested worker finds (critique, compress)
 SHORT = 7
+PASSED = json.dumps({"passed": True, "feedback": ""})
 
 
 class Nest:
     """The run above: s1 on the nested team, s2..s8 short notes that hold their shares
     until a moment after the nested worker has answered."""
 
-    def __init__(self) -> None:
+    def __init__(self, what: str = "judge") -> None:
+        self.what = what  # what the nested run asks for while the notes hold their shares
         self.dug = anyio.Event()
         self.judged = 0  # judge calls made
+        self.asked: list[str] = []  # the roles the nested planner's model was asked in
 
     async def digger(self, request: ModelRequest) -> ModelResponse:
         self.dug.set()
-        return text_response("found it")
+        return text_response("found it" if self.what == "judge" else FINDING)
 
     def inner(self, request: ModelRequest) -> str:
+        self.asked.append(request.role or "")
         if request.role == "planner":
             return plan_json({"id": "c1", "description": "dig"})
+        if request.role == "critic":
+            return PASSED
+        if request.role == "compressor":
+            return "dug up a lot"
         return "the nested answer"
 
     def judge_model(self, request: ModelRequest) -> str:
@@ -83,14 +104,17 @@ class Nest:
             await judge(judge_model, asked)
             return Pass()
 
+        inner = ScriptedModel(self.inner, price=CHEAP if self.what == "judge" else DEAR)
         child = Team(
             name="inner",
             planner=Planner(
-                model=ScriptedModel(self.inner, price=CHEAP), synthesizer_guardrails=[weighed]
+                model=inner, synthesizer_guardrails=[weighed] if self.what == "judge" else ()
             ),
             workers=[
                 Worker(name="d", description="digs", model=ScriptedModel(self.digger, price=CHEAP))
             ],
+            critic=Critic() if self.what == "critique" else None,
+            compression=Compression(threshold_tokens=500) if self.what == "compress" else None,
         )
         model = ScriptedModel(self.above, price=CHEAP)
         return Team(
@@ -124,3 +148,39 @@ async def test_a_nested_runs_judge_waits_for_the_run_aboves_steps_to_give_back(
     (s1,) = [r for r in result.steps if r.step_id == "s1"]
     assert (s1.status, s1.output) == ("done", "the nested answer")
     assert len(result.committed) == 1 + SHORT
+
+
+@pytest.mark.parametrize("limit", ["usd", "tokens"])
+async def test_a_nested_runs_critique_check_waits_for_the_run_above(limit: str) -> None:
+    """The check that a critique and an answer after it can be paid (two calls reading
+    all the nested worker found, at the nested planner's dear price) waits; it used to
+    leave the round unjudged at once (the nested run ``partial``)."""
+    whole = await Nest("critique").run(Budget())
+    assert whole.status == "completed"
+    need = spent_of(whole, limit)
+    nest = Nest("critique")
+    result = await nest.run(budget_of(limit, need * 3))
+    assert (result.status, result.budget_exhausted) == ("completed", None), result.events
+    assert nest.asked == ["planner", "critic", "synthesizer"]
+    assert spent_of(result, limit) <= need * 3
+    (s1,) = [r for r in result.steps if r.step_id == "s1"]
+    assert (s1.status, s1.output) == ("done", "the nested answer")
+
+
+async def test_a_nested_runs_compression_check_waits_for_the_run_above(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A compression due (the nested worker found a lot) that the nested run's tokens
+    cannot pay for with the answer after it waits; it used to be skipped at once (a
+    WARNING), the answer then reading all of it uncompressed. (Its check counts model
+    calls and tokens, not money.)"""
+    whole = await Nest("compress").run(Budget())
+    assert whole.status == "completed"
+    need = spent_of(whole, "tokens")
+    nest = Nest("compress")
+    with caplog.at_level(logging.WARNING, logger="regiment.run"):
+        result = await nest.run(budget_of("tokens", need * 3))
+    assert (result.status, result.budget_exhausted) == ("completed", None), result.events
+    assert "cannot pay for a compression" not in caplog.text
+    assert nest.asked == ["planner", "compressor", "synthesizer"]
+    assert spent_of(result, "tokens") <= need * 3
