@@ -4,8 +4,9 @@ synthesizer's calls do (``_nested_afford.waited``: one path for all).
 
 Each refused at once when the nested run's own allowance was short, though a sibling in
 flight in the run above was about to report and give back more than it lacked: a judge
-raised ``BudgetExceeded`` (its guard tripped), a critique was skipped, a compression
-skipped, a step left unsent (the nested run ended ``partial``). Each now waits while such
+raised ``BudgetExceeded`` (its guard tripped), a critique was skipped (the nested run
+``partial``), a compression skipped, a first step left unsent (the nested run
+``partial``, none of its steps run). Each now waits while such
 a sibling holds a share, and gives up only once none is left.
 
 The shape is ``test_nested_calls_wait``'s: s1 goes to a nested team; s2..s8 are short
@@ -38,6 +39,9 @@ from regiment.models import (
     ModelResponse,
     Price,
     ScriptedModel,
+    Usage,
+    effective_settings,
+    estimate_tokens,
     text_response,
 )
 
@@ -68,8 +72,14 @@ class Nest:
         self.dug.set()
         return text_response("found it" if self.what == "judge" else FINDING)
 
-    def inner(self, request: ModelRequest) -> str:
+    def inner(self, request: ModelRequest) -> str | ModelResponse:
         self.asked.append(request.role or "")
+        if request.role == "planner" and self.what == "dispatch":
+            # It writes all it may: the nested run's share is spent before its step starts.
+            self.dug.set()
+            room = effective_settings(None, request).max_tokens or request.max_tokens
+            usage = Usage(input_tokens=estimate_tokens(request), output_tokens=room)
+            return text_response(plan_json({"id": "c1", "description": "dig"}), usage=usage)
         if request.role == "planner":
             return plan_json({"id": "c1", "description": "dig"})
         if request.role == "critic":
@@ -92,7 +102,7 @@ class Nest:
         if request.role == "synthesizer":
             return "the answer"
         await self.dug.wait()
-        await anyio.sleep(0.05)  # in flight as the nested run asks for its judge
+        await anyio.sleep(0.05)  # in flight as the nested run asks for what it needs next
         return "noted"
 
     def team(self, budget: Budget) -> Team:
@@ -184,3 +194,20 @@ async def test_a_nested_runs_compression_check_waits_for_the_run_above(
     assert "cannot pay for a compression" not in caplog.text
     assert nest.asked == ["planner", "compressor", "synthesizer"]
     assert spent_of(result, "tokens") <= need * 3
+
+
+@pytest.mark.parametrize("limit", ["usd", "tokens"])
+async def test_a_nested_runs_dispatch_waits_for_the_run_above(limit: str) -> None:
+    """A nested planner's reply that spent the nested run's share leaves its first step
+    unsendable: the draw of what it needs to start waits for the run above to give back;
+    it used to end the nested run at once (``partial``: no step of it ever ran)."""
+    whole = await Nest("dispatch").run(Budget())
+    assert whole.status == "completed"
+    need = spent_of(whole, limit)
+    nest = Nest("dispatch")
+    result = await nest.run(budget_of(limit, need * 3))
+    assert (result.status, result.budget_exhausted) == ("completed", None), result.events
+    assert nest.asked == ["planner", "synthesizer"]
+    assert spent_of(result, limit) <= need * 3
+    (s1,) = [r for r in result.steps if r.step_id == "s1"]
+    assert (s1.status, s1.output) == ("done", "the nested answer")
