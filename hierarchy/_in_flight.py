@@ -23,8 +23,8 @@ from regiment.journal import ModelCallStarted
 from regiment.models import ModelRequest, Usage, effective_settings, estimate_tokens
 
 if TYPE_CHECKING:
-    from regiment.hierarchy._budget import Budget
-    from regiment.hierarchy._messages import StepAllowance
+    from regiment.hierarchy._budget import Budget, BudgetLedger
+    from regiment.hierarchy._messages import AssignStep, StepAllowance
     from regiment.hierarchy._model_call import ModelCaller
     from regiment.hierarchy._replay import Replay
     from regiment.hierarchy._spent import Spent
@@ -41,6 +41,8 @@ __all__ = (
     "most_spent",
     "planner_intents",
     "Started",
+    "StepCut",
+    "step_cut",
 )
 
 _log = logging.getLogger("regiment.run")
@@ -225,6 +227,36 @@ def charge_lost(
 
 
 @final
+class StepCut:
+    """A step's model calls cut in flight, charged to its run (in its process) at their
+    most (``charge_cut``): under a budget on model calls, or a share that limits spending."""
+
+    __slots__ = ("_spent", "_where", "_worker")
+
+    def __init__(self, spent: Spent, where: str, worker: str) -> None:
+        self._spent, self._where, self._worker = spent, where, worker
+
+    def charge(
+        self, key: str, caller: ModelCaller, request: ModelRequest, intent: ModelCallStarted | None
+    ) -> None:
+        """The step's call ``key`` was cut: charge it at its journaled ``intent``'s most,
+        or (none journaled) at its most worked out now: the call itself made no estimate."""
+        if intent is None:
+            most = most_spent(caller, request)
+            intent = ModelCallStarted(run_id="", call_key=key, role=self._worker, most=most)
+        charge_cut(self._spent, intent, self._where)
+
+
+def step_cut(ledger: BudgetLedger, assign: AssignStep, worker: str) -> StepCut | None:
+    """What charges a step's calls cut in flight to its run's ``ledger``, if its budget
+    holds model calls or the step's share limits spending (``None``: nothing is)."""
+    if ledger.budget.model_calls is None and not limits_spending(assign.allowance):
+        return None
+    where = f"run {assign.run_id}: worker '{worker}', step {assign.step.id}"
+    return StepCut(ledger.spent, where, worker)
+
+
+@final
 class CutWatch:
     """A run's planner-side model call in flight (one at a time: its ``CallRunner`` runs
     them back to back), charged at its most (``charge_cut``) if it is cut: by the
@@ -235,12 +267,12 @@ class CutWatch:
 
     def __init__(self, spent: Spent, where: str) -> None:
         self._spent, self._where = spent, where
-        self._flying: ModelCallStarted | None = None
+        # the call in flight: its key, role, caller and request (its most worked out if cut)
+        self._flying: tuple[str, str, ModelCaller, ModelRequest] | None = None
 
     def sent(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> CutWatch:
         """Watch the call ``key`` of ``role`` about to be sent (``with``: while it runs)."""
-        most = most_spent(caller, request)
-        self._flying = ModelCallStarted(run_id="", call_key=key, role=role, most=most)
+        self._flying = (key, role, caller, request)
         return self
 
     def __enter__(self) -> None:
@@ -257,7 +289,11 @@ class CutWatch:
         """The call in flight, if any, is cut: charge it at its most."""
         if (flying := self._flying) is not None:
             self._flying = None
-            charge_cut(self._spent, flying, f"{self._where}: {flying.role}")
+            key, role, caller, request = flying
+            started = ModelCallStarted(
+                run_id="", call_key=key, role=role, most=most_spent(caller, request)
+            )
+            charge_cut(self._spent, started, f"{self._where}: {role}")
 
 
 def _less(limit: int | None, used: int) -> int | None:

@@ -24,7 +24,13 @@ from opentelemetry import trace
 
 from regiment._json import JsonObject
 from regiment.errors import JournalError
-from regiment.hierarchy._in_flight import charge_cut, journal_intent, limits_spending, most_spent
+from regiment.hierarchy._in_flight import (
+    StepCut,
+    journal_intent,
+    limits_spending,
+    most_spent,
+    step_cut,
+)
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
@@ -46,7 +52,6 @@ from regiment.tools import Approver, RunContext, ToolResult, Toolset
 
 if TYPE_CHECKING:
     from regiment.hierarchy._budget import BudgetLedger
-    from regiment.hierarchy._spent import Spent
 
 __all__ = ("CallLog", "JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
 
@@ -178,13 +183,8 @@ class StepCalls:
         self._bounded = (
             run is not None and run.kept and (run.holds_calls or limits_spending(assign.allowance))
         )
-        # The run's (in its process), under such a budget: a call cut in flight is charged
-        # to it at its most (``charge_cut``), journal or not.
-        self._cut: Spent | None = None
-        if ledger is not None and (
-            ledger.budget.model_calls is not None or limits_spending(assign.allowance)
-        ):
-            self._cut = ledger.spent
+        # A call cut in flight is charged to the run at its most, journal or not.
+        self._cut: StepCut | None = None if ledger is None else step_cut(ledger, assign, worker)
         self._worker = worker
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
@@ -211,7 +211,7 @@ class StepCalls:
         self._model_calls += 1
         responses = self._replay.responses
         live = None if held else self._live
-        if not (responses or self._journaled or self._cut is not None):  # nothing to do here
+        if not (responses or self._journaled) and self._cut is None:  # nothing to do here
             return await caller.call(request, live)
         assign = self._assign
         key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
@@ -222,19 +222,17 @@ class StepCalls:
                 trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
             return replayed
         intent = None
-        if self._bounded or self._cut is not None:  # billed even if no reply comes back
+        if self._bounded and self._run is not None:  # billed even if no reply comes back
             most = most_spent(caller, request)
             intent = ModelCallStarted(
                 run_id=self._run_id, call_key=key, role=self._worker, most=most
             )
-            if self._bounded and self._run is not None:
-                await self._run.append(intent, durable=True)
+            await self._run.append(intent, durable=True)
         try:
             response = await caller.call(request, live)
         except anyio.get_cancelled_exc_class():  # cut in flight: billed all the same
-            if self._cut is not None and intent is not None:
-                where = f"run {self._run_id}: worker '{self._worker}', step {assign.step.id}"
-                charge_cut(self._cut, intent, where)
+            if self._cut is not None:
+                self._cut.charge(key, caller, request, intent)
             raise
         if self._journaled and self._run is not None:
             record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
