@@ -1,6 +1,6 @@
 """Model calls in flight when a run's process died: billed, though no reply came back.
 
-A run whose budget limits tokens or money journals, durably before
+A run whose budget limits model calls, tokens or money journals, durably before
 each model call, the most that call may spend (:func:`most_spent`: its estimated input,
 its ``max_tokens`` as output, their cost at its model's price). A resume charges each
 started call with no response journaled after it at that most (:func:`charge_unanswered`),
@@ -13,29 +13,36 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, final
 
+import anyio
 import msgspec
 
 from regiment.journal import ModelCallStarted
 from regiment.models import ModelRequest, Usage, effective_settings, estimate_tokens
 
 if TYPE_CHECKING:
-    from regiment.hierarchy._budget import Budget
-    from regiment.hierarchy._messages import StepAllowance
+    from regiment.hierarchy._budget import Budget, BudgetLedger
+    from regiment.hierarchy._messages import AssignStep, StepAllowance
     from regiment.hierarchy._model_call import ModelCaller
     from regiment.hierarchy._replay import Replay
     from regiment.hierarchy._spent import Spent
     from regiment.hierarchy.workers._journal_calls import CallLog
 
 __all__ = (
+    "charge_cut",
     "charge_lost",
     "charge_unanswered",
+    "CutWatch",
     "journal_intent",
+    "holds_calls",
     "limits_spending",
     "most_spent",
     "planner_intents",
     "Started",
+    "StepCut",
+    "step_cut",
 )
 
 _log = logging.getLogger("regiment.run")
@@ -66,12 +73,18 @@ def limits_spending(allowance: StepAllowance) -> bool:
     )
 
 
-def _budget_limits_spending(budget: Budget) -> bool:
-    """Whether a run's budget limits what its model calls spend (tokens or money): then
-    each planner-side call's intent is journaled before it is sent."""
+def holds_calls(budget: Budget) -> bool:
+    """Whether a run's budget limits its model calls or what they spend (tokens or
+    money): then each call's intent is journaled before it is sent, so one in flight at a
+    crash counts against every such limit on resume (a ``model_calls``-only budget's too:
+    it used to journal none, and a resume sent that call again uncounted)."""
     b = budget
     return not (
-        b.tokens is None and b.input_tokens is None and b.output_tokens is None and b.usd is None
+        b.model_calls is None
+        and b.tokens is None
+        and b.input_tokens is None
+        and b.output_tokens is None
+        and b.usd is None
     )
 
 
@@ -95,10 +108,9 @@ def most_spent(caller: ModelCaller, request: ModelRequest) -> Usage:
 
 def planner_intents(log: CallLog, calls: dict[str, int], budget: Budget) -> Started | None:
     """What journals a planner-side call's intent (``PhaseCalls``), under a ``budget``
-    that limits spending; ``calls``: the run journal's count of replies by purpose."""
-    return (
-        functools.partial(_planner_intent, log, calls) if _budget_limits_spending(budget) else None
-    )
+    that limits model calls or spending (``holds_calls``); ``calls``: the run journal's
+    count of replies by purpose."""
+    return functools.partial(_planner_intent, log, calls) if holds_calls(budget) else None
 
 
 async def _planner_intent(
@@ -154,9 +166,29 @@ def _charged(spent: Spent | None, lost: list[ModelCallStarted]) -> Usage:
     total = Usage()
     for started in lost:
         if spent is not None:
-            spent.charge(started.role, started.most, model_calls=1)
+            spent.charge_most(started.role, started.most)
         total = total + started.most
     return total
+
+
+def charge_cut(spent: Spent, started: ModelCallStarted, where: str) -> None:
+    """Charge a live run's ``spent`` with a model call cut in this process while in flight
+    (its step or run cut: a replan, a cancel, a sibling's failure, the wall clock) at its
+    most, as a lost replica's calls are (``charge_lost``); ``where``: the run and role,
+    for the INFO line on ``regiment.run``. Not in the step's report: a journal keeps the
+    call unanswered, so a later resume counts it once, from the journal."""
+    most = _charged(spent, [started])
+    _log.info(
+        "%s: its model call %s was cut in flight; its provider bills a call it got though "
+        "no usage came back, so the run counts it at the most it could have spent (an "
+        "estimate, in RunResult.estimated_usage): %d tokens (%d input, %d output), $%.6f",
+        where,
+        started.call_key,
+        most.input_tokens + most.output_tokens,
+        most.input_tokens,
+        most.output_tokens,
+        most.micro_usd / _PER_MILLION,
+    )
 
 
 def charge_lost(
@@ -192,6 +224,76 @@ def charge_lost(
         output_tokens=_less(a.output_tokens, total.output_tokens),
         micro_usd=_less(a.micro_usd, total.micro_usd),
     )
+
+
+@final
+class StepCut:
+    """A step's model calls cut in flight, charged to its run (in its process) at their
+    most (``charge_cut``): under a budget on model calls, or a share that limits spending."""
+
+    __slots__ = ("_spent", "_where", "_worker")
+
+    def __init__(self, spent: Spent, where: str, worker: str) -> None:
+        self._spent, self._where, self._worker = spent, where, worker
+
+    def charge(
+        self, key: str, caller: ModelCaller, request: ModelRequest, intent: ModelCallStarted | None
+    ) -> None:
+        """The step's call ``key`` was cut: charge it at its journaled ``intent``'s most,
+        or (none journaled) at its most worked out now: the call itself made no estimate."""
+        if intent is None:
+            most = most_spent(caller, request)
+            intent = ModelCallStarted(run_id="", call_key=key, role=self._worker, most=most)
+        charge_cut(self._spent, intent, self._where)
+
+
+def step_cut(ledger: BudgetLedger, assign: AssignStep, worker: str) -> StepCut | None:
+    """What charges a step's calls cut in flight to its run's ``ledger``, if its budget
+    holds model calls or the step's share limits spending (``None``: nothing is)."""
+    if ledger.budget.model_calls is None and not limits_spending(assign.allowance):
+        return None
+    where = f"run {assign.run_id}: worker '{worker}', step {assign.step.id}"
+    return StepCut(ledger.spent, where, worker)
+
+
+@final
+class CutWatch:
+    """A run's planner-side model call in flight (one at a time: its ``CallRunner`` runs
+    them back to back), charged at its most (``charge_cut``) if it is cut: by the
+    planner as it supersedes or stops it (``cut``, in its own task: before the run's
+    result is made), or by a cancel from outside (its block's exit)."""
+
+    __slots__ = ("_flying", "_spent", "_where")
+
+    def __init__(self, spent: Spent, where: str) -> None:
+        self._spent, self._where = spent, where
+        # the call in flight: its key, role, caller and request (its most worked out if cut)
+        self._flying: tuple[str, str, ModelCaller, ModelRequest] | None = None
+
+    def sent(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> CutWatch:
+        """Watch the call ``key`` of ``role`` about to be sent (``with``: while it runs)."""
+        self._flying = (key, role, caller, request)
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if kind is not None and issubclass(kind, anyio.get_cancelled_exc_class()):
+            self.cut()
+        self._flying = None  # answered (or failed: its error says what it spent)
+
+    def cut(self) -> None:
+        """The call in flight, if any, is cut: charge it at its most."""
+        if (flying := self._flying) is not None:
+            self._flying = None
+            key, role, caller, request = flying
+            started = ModelCallStarted(
+                run_id="", call_key=key, role=role, most=most_spent(caller, request)
+            )
+            charge_cut(self._spent, started, f"{self._where}: {role}")
 
 
 def _less(limit: int | None, used: int) -> int | None:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
     from regiment.hierarchy._top_up import TopUps
 
-__all__ = ("Unaffordable", "afforded", "may_wait")
+__all__ = ("Unaffordable", "afforded", "may_wait", "waited")
 
 
 class Unaffordable(BudgetExceeded):
@@ -63,6 +63,19 @@ def may_wait(top_ups: TopUps | None) -> bool:
     return _marks(top_ups) is not None
 
 
+async def waited(ledger: BudgetLedger, top_ups: TopUps | None) -> bool:
+    """A nested run's call, or check before one, that ``afford`` refused just now (no
+    ``await`` since): wait for one give-back in the tree of runs while a sibling above
+    may give back, then ask again (``True``); ``False``: it may not wait, the refusal
+    stands. The one path every such wait takes: the planner's, critic's, compressor's
+    and synthesizer's calls (``afforded``), the checks before a critique, a compression
+    and a dispatch (the planner's ``_waits_above``), and the guards' judges."""
+    if (marks := _marks(top_ups)) is None:
+        return False
+    await wait_marked(ledger, marks)
+    return True
+
+
 async def afforded(
     ledger: BudgetLedger, top_ups: TopUps | None, tokens_needed: int, usd_needed: int
 ) -> BudgetLimit | None:
@@ -71,7 +84,6 @@ async def afforded(
     while (
         limit := afford(ledger, top_ups, tokens_needed=tokens_needed, usd_needed=usd_needed)
     ) is not None:
-        if (marks := _marks(top_ups)) is None:
+        if not await waited(ledger, top_ups):
             return limit
-        await wait_marked(ledger, marks)
     return None

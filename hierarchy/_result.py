@@ -46,6 +46,11 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         artifacts: finished artefacts produced by steps, verbatim.
         usage_by_role: usage per role (``planner``, ``synthesizer``, each worker name).
         usage: total usage.
+        estimated_usage: the part of ``usage`` that is an estimate, not a provider's
+            figure: model calls whose usage never came back (cut in flight by a replan,
+            a cancel, a sibling's failure or the wall clock; lost with a Ray replica; in
+            flight at a crash, on resume), each counted at the most it could have spent
+            (its estimated input, its ``max_tokens`` as output, their cost).
         model_calls: total model calls.
         tool_calls: total tool calls the run's budget let through to a tool: those
             whose body ran, and those stopped after that (arguments that did not
@@ -90,6 +95,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     memory: WorkingMemory | None = None
     pending_approvals: tuple[ApprovalRequest, ...] = ()
     events: tuple[Event, ...] = ()
+    estimated_usage: Usage = Usage()
 
     @property
     def output(self) -> Any:

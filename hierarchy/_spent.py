@@ -17,6 +17,7 @@ class Spent:
 
     __slots__ = (
         "_roles",
+        "estimated",
         "input_tokens",
         "micro_usd",
         "model_calls",
@@ -29,6 +30,10 @@ class Spent:
         self.micro_usd = 0
         # role -> its usage's five counts, added up in place (no Usage made per charge)
         self._roles: dict[str, list[int]] = {}
+        # Of what was charged, what is an estimate: model calls whose usage never came
+        # back (cut in flight, lost with a Ray replica, in flight at a crash), each at the
+        # most it could have spent (``charge_most``).
+        self.estimated = Usage()
 
     def charge(self, role: str, usage: Usage, model_calls: int = 0, tool_calls: int = 0) -> None:
         """Charge one report's or one call's ``usage`` (with its model and tool calls)
@@ -49,6 +54,12 @@ class Spent:
         counts[2] += usage.cache_read_tokens
         counts[3] += usage.cache_write_tokens
         counts[4] += usage.micro_usd
+
+    def charge_most(self, role: str, most: Usage) -> None:
+        """Charge one model call whose usage never came back at ``most``, the most it
+        could have spent, to ``role``: counted as spent, and as an estimate."""
+        self.charge(role, most, model_calls=1)
+        self.estimated = self.estimated + most
 
     def by_role(self) -> dict[str, Usage]:
         """What each role has used, in the order the roles first spent."""

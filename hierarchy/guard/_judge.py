@@ -18,6 +18,7 @@ from regiment.errors import BudgetExceeded, ModelError
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
+from regiment.hierarchy._nested_afford import waited
 from regiment.hierarchy._top_up import TopUps, afford
 from regiment.models import (
     Model,
@@ -249,7 +250,29 @@ def ledger_purse(ledger: BudgetLedger, pending: int = 0, top_ups: TopUps | None 
             room = max(1, paid if room is None else min(room, paid))
         return room
 
-    return left
+    if top_ups is None or top_ups.above is None:
+        return left
+    return _NestedPurse(left, ledger, top_ups)
+
+
+@final
+class _NestedPurse:
+    """A nested run's purse: a judge call it refuses may wait for the run above to give
+    back (``more``), as the nested run's own calls do (``_nested_afford.waited``)."""
+
+    __slots__ = ("_ledger", "_left", "_top_ups")
+
+    def __init__(self, left: Purse, ledger: BudgetLedger, top_ups: TopUps) -> None:
+        self._left, self._ledger, self._top_ups = left, ledger, top_ups
+
+    def __call__(
+        self, request: ModelRequest, made: Sequence[ModelResponse], call: JudgeCall
+    ) -> tuple[BudgetLimit, str] | int | None:
+        return self._left(request, made, call)
+
+    async def more(self) -> bool:
+        """Wait for a give-back in the tree of runs, if one may come: ask again then."""
+        return await waited(self._ledger, self._top_ups)
 
 
 async def judge(model: Model, request: ModelRequest) -> ModelResponse:
@@ -281,7 +304,13 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     caller = ModelCaller(model, "guardrail", spend.telemetry)
     price = caller.price
     who = JudgeCall(spend.guard, model.name, None if price is None else price.rates())
-    request = _held(caller, request, spend, who)
+    while True:
+        try:
+            request = _held(caller, request, spend, who)
+            break
+        except BudgetExceeded:  # a nested run's judge waits for the run above to give back
+            if not isinstance(purse := _PURSE.get(), _NestedPurse) or not await purse.more():
+                raise
     if tape is not None and key is not None:
         await tape.begun(key, spend.role, caller, request)
     try:

@@ -30,7 +30,7 @@ from regiment.hierarchy._approvals import DeskNotice
 from regiment.hierarchy._messages import PAUSING, StepReport
 from regiment.hierarchy.guard._roles import GuardLog
 from regiment.hierarchy.run._book import RunBook
-from regiment.hierarchy.run._calls import PhaseCalls, SpanFacts
+from regiment.hierarchy.run._calls import PhaseCalls
 from regiment.hierarchy.run._changes import (
     CheckRejected,
     MemoryAdopted,
@@ -46,7 +46,7 @@ from regiment.hierarchy.run._changes import (
     ToolCallsRefused,
 )
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.hierarchy.run._critiquing import JudgesRounds
+from regiment.hierarchy.run._critiquing import JudgesRounds, Unasked
 from regiment.hierarchy.run._dispatch import Dispatcher, send_now
 from regiment.hierarchy.run._ending import EndsRun, why_cancelled
 from regiment.hierarchy.run._guarded import GuardedActor
@@ -56,6 +56,7 @@ from regiment.hierarchy.run._judge_tape import run_tape
 from regiment.hierarchy.run._messages import (
     CancelRun,
     DeadlineReached,
+    GaveBack,
     GuardJudged,
     ModelReplied,
     PlannerMessage,
@@ -64,7 +65,6 @@ from regiment.hierarchy.run._messages import (
 )
 from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.run._phase import (
-    AfterCompress,
     AskReplan,
     Compressing,
     Critiquing,
@@ -79,6 +79,7 @@ from regiment.hierarchy.run._phase import (
     WindingDown,
     replacing_version,
 )
+from regiment.hierarchy.run._phase_span import SpanFacts
 from regiment.hierarchy.run._prompting import Call, Prompting
 from regiment.hierarchy.run._rounds import carried_tokens, read_memory
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -120,8 +121,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._prompting = Prompting(team, goal, run_id, channel.history)
         self._phase: Phase = Planning("plan", self._prompting.first_session(), "initial")
         # What the budget could not pay for while cancelled steps still held their shares
-        # (a call; ``None``: a step to send, or the critique check): again as they report.
-        self._unasked: tuple[Phase, tuple[Purpose, ModelRequest] | None] | None = None
+        # (or, nested, the run above's steps): tried again as they give back (``Unasked``).
+        self._unasked: tuple[Phase, Unasked] | None = None
         self._show_in_flight(channel)  # a nested run's, to the approvals desk
 
     def _record(self, change: RunChange) -> None:
@@ -153,6 +154,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 self._exhausted("wall_clock", "the run's wall-clock budget ran out")
             case GuardJudged():
                 await self._on_guard_judged(message)
+            case GaveBack():
+                await self._look_again()
             case _:
                 assert_never(message)
         if self._journal is not UNJOURNALED:
@@ -238,18 +241,14 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         if type(phase) is WindingDown and not self._book.dispatcher.inflight:
             self._end_as(phase.ending)
         elif self._unasked is not None:  # it waits for what the cancelled steps held
-            (held, call), self._unasked = self._unasked, None  # moot once the phase moved on
-            if held is phase and call is not None:
-                self._ask(*call)
-            elif held is phase:  # a step to send, or the critique check: dispatch looks again
-                await self._dispatch_ready()
+            await self._look_again()
 
     def _wait_for_cancelled(self, call: tuple[Purpose, ModelRequest] | None = None) -> bool:
         """Whether steps the run cancelled (a replan's old tail) still hold their shares:
         then what the budget could not pay for (``call``; ``None``: a step to send, the
         critique check) is tried again as they report, not refused for what they held."""
-        if not self._book.dispatcher.inflight:
-            return False
+        if not self._book.dispatcher.inflight:  # a nested run may wait for the run above
+            return self._waits_above(call)
         self._unasked = (self._phase, call)
         return True
 
@@ -335,11 +334,6 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._record(ReplanBegun(reason))
         book.dispatcher.cancel_all(self.ctx, f"plan v{book.versions.version} is being replaced")
         self._next(AskReplan(reason))
-
-    def _next(self, then: AfterCompress) -> None:
-        """Make the call ``then`` asks for, compressing the carried context first if due."""
-        prompting = self._prompting
-        self._enter(prompting.compression(self._book, then) or prompting.call(then, self._book))
 
 
 @final

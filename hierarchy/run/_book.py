@@ -361,6 +361,9 @@ def _arrived(book: RunBook, change: ReportArrived) -> None:
         book.emit_all(report_events(r))
 
 
+_NOTHING = Usage()  # what a run estimated, as a rule
+
+
 def _rarer(
     result: RunResult,
     versions: PlanVersions,
@@ -369,10 +372,12 @@ def _rarer(
     pending: tuple[ApprovalRequest, ...],
 ) -> RunResult:
     """``result`` with the fields most runs leave at their defaults, if any is not."""
+    estimated = spending.ledger.spent.estimated
     if (
         rounds.round == 1
         and not (versions.stale_dropped or spending.exhausted or rounds.verdicts or pending)
         and versions.memory is None
+        and estimated == _NOTHING
     ):
         return result
     return replace(
@@ -383,4 +388,5 @@ def _rarer(
         verdicts=tuple(rounds.verdicts),
         memory=versions.memory,
         pending_approvals=pending,
+        estimated_usage=estimated,
     )

@@ -30,14 +30,17 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, final
 
+import anyio
+
 from regiment.actors import ActorContext, in_context
 from regiment.hierarchy.run._lender import CallLender
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._own_task import fail_in_own_task
 
-__all__ = ("CallRunner",)
+__all__ = ("CallRunner", "ScopedJob")
 
 Job = Callable[[], Coroutine[Any, Any, None]]
+ScopedJob = Callable[[anyio.CancelScope], Coroutine[Any, Any, None]]  # run in a scope it is given
 
 
 @final

@@ -14,19 +14,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from typing import assert_never, final
 
 import anyio
 import msgspec
 from opentelemetry.trace import Span
-from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import ActorContext
 from regiment.hierarchy._afford import refused_detail
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
-from regiment.hierarchy._in_flight import Started
+from regiment.hierarchy._in_flight import CutWatch, Started, holds_calls
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
@@ -35,7 +33,7 @@ from regiment.hierarchy._nested_afford import Unaffordable, afforded, may_wait
 from regiment.hierarchy._top_up import afford
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
 from regiment.hierarchy.guard._roles import Caller, GuardLog, guarded
-from regiment.hierarchy.run._call_runner import CallRunner
+from regiment.hierarchy.run._call_runner import CallRunner, ScopedJob
 from regiment.hierarchy.run._empty_answer import synthesized
 from regiment.hierarchy.run._lender import CallLender
 from regiment.hierarchy.run._messages import (
@@ -44,6 +42,7 @@ from regiment.hierarchy.run._messages import (
     PlannerMessage,
     Purpose,
 )
+from regiment.hierarchy.run._phase_span import SpanFacts, phase_span
 from regiment.hierarchy.run._reask import Reasks, Unpaid, held_limit
 from regiment.hierarchy.run._replies import Replayed
 from regiment.hierarchy.run._runtime import TeamRuntime
@@ -90,16 +89,6 @@ REQUEST_ROLES: dict[Purpose, Role] = {
 
 
 @final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SpanFacts:
-    """What a phase span says about the run when the call starts."""
-
-    version: int
-    round: int
-    reason: str
-
-
-@final
 class PhaseCalls:
     """Starts, supersedes and cancels the run's planner-side model calls."""
 
@@ -139,6 +128,7 @@ class PhaseCalls:
         self._runner: CallRunner | None = None  # made by the first call
         self._lender = lender  # run()'s caller, or the supervisor: the calls run in its task
         self._ledger: BudgetLedger | None = None  # the synthesis': set as it starts
+        self._watch: CutWatch | None = None  # under a budget on calls or spending: a cut's
         self.refused = ""  # what the last call ``start`` refused needed, and what was left
 
     def start(
@@ -182,6 +172,8 @@ class PhaseCalls:
                 self.refused = ""
                 return held_limit(ledger)
             request = held
+        if self._watch is None and holds_calls(ledger.budget):  # a call cut is charged
+            self._watch = CutWatch(ledger.spent, f"run {self._run_id}")
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)
@@ -201,7 +193,9 @@ class PhaseCalls:
         return True
 
     def supersede(self) -> None:
-        """Cancel the call in flight; a reply already on its way will not be accepted."""
+        """Cancel the call in flight (charged: ``CutWatch``); a reply on its way is dropped."""
+        if self._watch is not None:
+            self._watch.cut()
         if self._scope is not None:
             self._scope.cancel()
             self._scope = None
@@ -210,12 +204,20 @@ class PhaseCalls:
     def stop(self) -> None:
         """The run has ended: cancel the deadline and the call in flight."""
         # Only scopes in use are cancelled: anyio's cancel() formats a task repr.
+        if self._watch is not None:
+            self._watch.cut()
         if self._deadline is not None:
             self._deadline.cancel()
         if self._scope is not None:
             self._scope.cancel()
         if self._runner is not None:
             self._runner.close()
+
+    def off_turn(self, ctx: Context, job: ScopedJob) -> None:
+        """Run ``job`` in the call runner's task, in a scope ``supersede`` and ``stop`` cut."""
+        self._scope = scope = ctx.system.new_cancel_scope()
+        self._runner = self._runner or CallRunner(ctx, self._lender)
+        self._runner.submit(functools.partial(job, scope))
 
     def start_deadline(self, ctx: Context, seconds: float, clock: RunClock) -> None:
         """Count the run's wall-clock budget down on ``clock`` (approval waits hold it)."""
@@ -228,10 +230,6 @@ class PhaseCalls:
         return {"critique": critic, "compress": compressor, "synthesis": synth}.get(
             purpose, planner
         )
-
-    def _agent(self, purpose: Purpose) -> dict[str, AttributeValue]:
-        """``gen_ai.agent.name`` of the role that answers a call for ``purpose``."""
-        return {sc.GEN_AI_AGENT_NAME: self._model_caller(purpose).agent}
 
     def _caller(self, purpose: Purpose) -> Caller:
         match purpose:
@@ -263,16 +261,23 @@ class PhaseCalls:
                 log_context(self._run_id, worker=self._team.planner.name),
                 _UNJUDGED if purse is None else judging_within(purse, self._tape),
                 self._trace.in_run(),
-                self._span(purpose, facts) as span,
+                phase_span(self._team, self._model_caller(purpose).agent, purpose, facts) as span,
             ):
                 if purpose == "replan":  # the version it makes (its span names the planner)
                     self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
                 if replayed is not None and span.is_recording():  # journaled: not asked again
                     span.set_attribute(sc.REGIMENT_REPLAYED, True)
                 try:
-                    response, calls, unpaid = (
-                        replayed if replayed is not None else await self._ask(purpose, request)
-                    )
+                    if replayed is not None:
+                        asked: tuple[ModelResponse, int, Unpaid | None] = replayed
+                    elif (watch := self._watch) is None:
+                        asked = await self._ask(purpose, request)
+                    else:  # a call cut in flight is charged at its most
+                        with watch.sent(
+                            purpose, ROLES[purpose], self._model_caller(purpose), request
+                        ):
+                            asked = await self._ask(purpose, request)
+                    response, calls, unpaid = asked
                     reply = ModelReplied(
                         purpose, token, response, calls=calls, span=span, unpaid=unpaid
                     )
@@ -316,41 +321,6 @@ class PhaseCalls:
         if self._live is not None:
             self._live.tell(ModelRequest(messages=(), role="synthesizer"), answer)
 
-    def _span(self, purpose: Purpose, facts: SpanFacts) -> AbstractContextManager[Span]:
-        """The call's phase span, left open when its block exits: ``_call`` ends it once
-        the reply has been read (a plan's span then says how many steps it has)."""
-        telemetry, planner = self._team.telemetry, self._team.planner.name
-        match purpose:
-            case "plan":
-                return telemetry.plan_span(planner, plan_version=1, end_on_exit=False)
-            case "replan":
-                if telemetry.metrics is not None:
-                    telemetry.metrics.replan(self._team.name)
-                return telemetry.replan_span(
-                    old_version=facts.version,
-                    reason=facts.reason,
-                    planner=planner,
-                    end_on_exit=False,
-                )
-            case "round":
-                return telemetry.plan_span(
-                    planner,
-                    plan_version=facts.version + 1,
-                    attributes={"regiment.round": facts.round},
-                    end_on_exit=False,
-                )
-            case "critique":  # each names the role that answers, as its chat span does
-                attributes = {sc.REGIMENT_ROUND: facts.round, **self._agent(purpose)}
-                return telemetry.phase_span("critique", attributes=attributes, end_on_exit=False)
-            case "compress":
-                attributes = self._agent(purpose)
-                return telemetry.phase_span("compress", attributes=attributes, end_on_exit=False)
-            case "synthesis":
-                attributes = self._agent(purpose)
-                return telemetry.phase_span("synthesize", attributes=attributes, end_on_exit=False)
-            case _:
-                assert_never(purpose)
-
 
 def _when_paid(
     calls: PhaseCalls, ctx: Context, call: _Asked, needs: tuple[int, int], limit: BudgetLimit
@@ -360,17 +330,15 @@ def _when_paid(
     if not may_wait(calls._top_ups):
         return limit
     purpose, ledger, deliver, token = call[0], call[3], call[4], calls._token
-    calls._scope = scope = ctx.system.new_cancel_scope()  # superseded, stopped: it ends
 
-    async def when_paid() -> None:
+    async def when_paid(scope: anyio.CancelScope) -> None:  # superseded, stopped: it ends
         with scope:
             await afforded(ledger, calls._top_ups, *needs)  # paid, or no more waiting
             if (unpaid := calls.start(ctx, *call)) is not None:  # the run ends on it
                 why = f"no budget left for the {purpose} model call{calls.refused}"
                 await deliver(ModelReplied(purpose, token, None, Unaffordable(why, unpaid)))
 
-    calls._runner = calls._runner or CallRunner(ctx, calls._lender)
-    calls._runner.submit(when_paid)
+    calls.off_turn(ctx, when_paid)
     return None
 
 

@@ -8,14 +8,22 @@ actor stays a router: the changes still go through its one door, ``_record``.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TypeAlias
+
+import anyio
 from opentelemetry.trace import Span
 
+from regiment.actors import ActorContext
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy._messages import BudgetLimit
+from regiment.hierarchy._nested_afford import may_wait, waited
 from regiment.hierarchy._top_up import afford
+from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
+from regiment.hierarchy.run._calls import PhaseCalls
 from regiment.hierarchy.run._changes import BudgetRanOut, CritiqueJudged, RoundBegun, RunChange
-from regiment.hierarchy.run._messages import Purpose
+from regiment.hierarchy.run._messages import GaveBack, PlannerMessage, Purpose
 from regiment.hierarchy.run._phase import (
     AfterCompress,
     AskCritic,
@@ -33,7 +41,12 @@ from regiment.hierarchy.run._rounds import CritiqueSession, rounds_spent
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.models import ModelRequest, estimate_tokens, least_cost
 
-__all__ = ("JudgesRounds",)
+__all__ = ("JudgesRounds", "Unasked")
+
+Unasked: TypeAlias = "tuple[Purpose, ModelRequest] | AfterCompress | None"
+"""What waits for steps to give back, to be tried again: a planner-side call, the call a
+compression came before (``AfterCompress``), or (``None``) a step to send or the check
+before a critique (dispatch looks again)."""
 
 
 class JudgesRounds:
@@ -44,6 +57,15 @@ class JudgesRounds:
     _phase: Phase
     _team: TeamRuntime
     _prompting: Prompting
+    _calls: PhaseCalls
+    _unasked: tuple[Phase, Unasked] | None
+    ctx: ActorContext[PlannerMessage, None]
+
+    def take_turn(self, message: PlannerMessage) -> Awaitable[None]:
+        raise NotImplementedError  # TakesTurns'
+
+    async def _dispatch_ready(self) -> None:
+        raise NotImplementedError  # PlannerActor's
 
     def _record(self, change: RunChange) -> None:
         raise NotImplementedError  # PlannerActor's
@@ -87,7 +109,51 @@ class JudgesRounds:
             self._exhausted(unpaid.limit, unpaid.detail(text))
 
     def _next(self, then: AfterCompress) -> None:
-        raise NotImplementedError  # PlannerActor's
+        """Make the call ``then`` asks for, compressing the carried context first if due
+        (and paid for: a nested run may wait for the run above first, ``_waits_above``)."""
+        prompting = self._prompting
+        call = prompting.compression(self._book, then)
+        if call is None and prompting.unpaid is not None:
+            if self._waits_above(then):
+                return
+            logs.compression_skipped(self._book.run_id, *prompting.unpaid)
+        self._enter(call or prompting.call(then, self._book))
+
+    def _waits_above(self, then: Unasked) -> bool:
+        """A nested run's check the budget refused (before a critique, a compression, a
+        dispatch), with nothing of its own in flight to give back: whether it waits for
+        the run above to give back, as its own calls do (``_nested_afford.waited``, in a
+        task of its call runner), then looks again (``GaveBack``: ``then`` is tried again).
+        They refused at once, though a sibling above was about to give back enough."""
+        book = self._book
+        turn = self.take_turn
+
+        async def waiting(scope: anyio.CancelScope) -> None:
+            with scope:
+                await waited(book.spending.ledger, book.channel.fence.top_ups)
+            if not scope.cancel_called:  # else the run winds down: nothing to try again
+                await turn(GaveBack())
+
+        if not may_wait(book.channel.fence.top_ups):
+            return False
+        self._unasked = (self._phase, then)
+        self._calls.off_turn(self.ctx, waiting)
+        return True
+
+    async def _look_again(self) -> None:
+        """Try again what waited for steps to give back (``_unasked``), unless the run's
+        phase moved on meanwhile."""
+        if (unasked := self._unasked) is None:
+            return
+        (held, then), self._unasked = unasked, None
+        if held is not self._phase:
+            return
+        if then is None:  # a step to send, or the critique check: dispatch looks again
+            await self._dispatch_ready()
+        elif isinstance(then, tuple):
+            self._ask(*then)
+        else:
+            self._next(then)
 
     def _after_plan(self) -> None:
         """A plan's steps are all committed: critique the round, or answer. A critique

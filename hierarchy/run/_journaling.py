@@ -219,12 +219,12 @@ class RunJournal:
         self._add(reply_record(self.run_id, key, change))
 
     def count_spending(self, ledger: BudgetLedger) -> Started | None:
-        """Charge a resumed run with its model calls that were in flight; what journals a
-        planner-side call's intent, under a budget that limits spending (``_in_flight``)."""
+        """Charge a resumed run's calls in flight; what journals a call's intent (``_in_flight``)."""
         if self._replay is not None:
             charge_unanswered(self._replay, ledger.spent, self.run_id)
         started = planner_intents(self.calls, self._calls, ledger.budget)
         self.bounded = started is not None  # its judges' calls journal intents too
+        self.calls.holds_calls = ledger.budget.model_calls is not None  # its steps' calls too
         return started
 
     def replayed(self, purpose: str) -> Replayed | None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = (
     "CancelRun",
     "DeadlineReached",
+    "GaveBack",
     "GuardJudged",
     "ModelReplied",
     "PlannerMessage",
@@ -81,6 +82,12 @@ class GuardJudged:
     adopted: PlanAdopted | None
 
 
+@dataclass(frozen=True, slots=True)
+class GaveBack:
+    """A nested run's check waited for a give-back in the tree of runs (a critique's,
+    a compression's, a dispatch's: ``JudgesRounds._waits_above``): look again."""
+
+
 PlannerMessage: TypeAlias = (
     StartRun
     | ModelReplied
@@ -92,4 +99,5 @@ PlannerMessage: TypeAlias = (
     | ApprovalSettled
     | EditJudged
     | NestedStalled
+    | GaveBack
 )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TypeAlias, assert_never, final
 
 from regiment.errors import PlanError
+from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._planner import PlanningSession, no_plan_advice
 from regiment.hierarchy._prompts import HookFailed, with_rejected
 from regiment.hierarchy._top_up import afford
@@ -55,6 +56,9 @@ PlanReading: TypeAlias = PlanAdopted | ModelRequest | PlanError
 @final
 class Prompting:
     """Builds the plan, replan, round, critique, compress and synthesis requests."""
+
+    # A compression the budget refused (``compression``): the limit, the context's size.
+    unpaid: tuple[BudgetLimit, int] | None = None
 
     def __init__(self, team: TeamRuntime, goal: str, run_id: str, history: str = "") -> None:
         self._team = team
@@ -137,7 +141,9 @@ class Prompting:
 
         Also ``None`` when the budget cannot pay for it, the call ``then`` asks for and an
         answer after that: the context goes on as it is, rather than a compression taking
-        the call (or the tokens) the answer needed."""
+        the call (or the tokens) the answer needed (``unpaid``: the limit in the way, and
+        the carried context's size)."""
+        self.unpaid = None
         compression = self._team.compression
         before = compression_due(compression, book.versions, book.rounds)
         if before is None or compression is None:
@@ -157,7 +163,7 @@ class Prompting:
             if (
                 limit := afford(ledger, top_ups, model_calls_needed=calls, tokens_needed=tokens)
             ) is not None:
-                logs.compression_skipped(self._run_id, limit, before)
+                self.unpaid = (limit, before)  # the caller logs it, or waits first (nested)
                 return None
         return Call(Compressing(before, then), "compress", request)
 

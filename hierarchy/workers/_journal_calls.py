@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Protocol, final
+from typing import TYPE_CHECKING, Protocol, final
 
+import anyio
 import msgspec
 from opentelemetry import trace
 
 from regiment._json import JsonObject
 from regiment.errors import JournalError
-from regiment.hierarchy._in_flight import journal_intent, limits_spending, most_spent
+from regiment.hierarchy._in_flight import (
+    StepCut,
+    journal_intent,
+    limits_spending,
+    most_spent,
+)
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
@@ -43,6 +49,9 @@ from regiment.models import ModelRequest, ModelResponse, ToolCallPart
 from regiment.telemetry import semconv as sc
 from regiment.tools import Approver, RunContext, ToolResult, Toolset
 
+if TYPE_CHECKING:
+    pass
+
 __all__ = ("CallLog", "JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
 
 _CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
@@ -57,7 +66,7 @@ def derived_key(run_id: str, plan_version: int, step_id: str, call_index: int) -
 class RunCalls:
     """What a run gives its workers' tool loops: its deps and, when journaled, its journal."""
 
-    __slots__ = ("deps", "error", "journal", "lease", "replay", "run_id")
+    __slots__ = ("deps", "error", "holds_calls", "journal", "lease", "replay", "run_id")
 
     def __init__(
         self,
@@ -73,6 +82,9 @@ class RunCalls:
         self.lease = lease
         self.replay = replay
         self.error: JournalError | None = None  # a failed write: the run fails with it
+        # Its budget limits model calls (``holds_calls``): a step's calls journal their
+        # intents even when its share limits no spending (set as the run starts).
+        self.holds_calls = False
 
     @property
     def journaled(self) -> bool:
@@ -114,6 +126,10 @@ class CallLog(Protocol):
     def journaled(self) -> bool: ...
     @property
     def kept(self) -> bool: ...
+    @property
+    def holds_calls(self) -> bool:
+        """Whether the run's budget limits its model calls: each call's intent is kept."""
+        ...
 
     async def append(self, record: Record, *, durable: bool = False) -> None:
         """Journal ``record`` (``durable``: before this returns)."""
@@ -131,6 +147,7 @@ class StepCalls:
     __slots__ = (
         "_assign",
         "_bounded",
+        "_cut",
         "_deps",
         "_journaled",
         "_live",
@@ -145,7 +162,12 @@ class StepCalls:
     )
 
     def __init__(
-        self, run: CallLog | None, assign: AssignStep, worker: str, live: LiveSink | None = None
+        self,
+        run: CallLog | None,
+        assign: AssignStep,
+        worker: str,
+        live: LiveSink | None = None,
+        cut: StepCut | None = None,
     ) -> None:
         self._run = run
         if run is None:
@@ -155,8 +177,14 @@ class StepCalls:
             self._run_id, self._deps, self._replay = run.run_id, run.deps, run.replay
             self._journaled = run.journaled
         self._assign = assign
-        # Under a spending budget each call's intent is journaled (durably) before it is sent.
-        self._bounded = run is not None and run.kept and limits_spending(assign.allowance)
+        # Under a budget on model calls or spending each call's intent is journaled
+        # (durably) before it is sent.
+        self._bounded = (
+            run is not None and run.kept and (run.holds_calls or limits_spending(assign.allowance))
+        )
+        # A call cut in flight is charged to the run at its most, journal or not
+        # (``cut``: ``step_cut`` of the run's ledger, if its budget needs it).
+        self._cut = cut
         self._worker = worker
         self._live = live  # a streamed run's: text deltas and tool-call events go to it
         self._model_calls = 0
@@ -167,7 +195,9 @@ class StepCalls:
     def model_call(self, caller: ModelCaller) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
         """How the step asks ``caller`` with no guards in between: through :meth:`model`,
         or straight (a frame fewer a call) when nothing is replayed, recorded or streamed."""
-        if self._live is None and not (self._replay.responses or self._journaled):
+        if self._live is None and not (
+            self._replay.responses or self._journaled or self._cut is not None
+        ):
             return caller.call
         return functools.partial(self.model, caller)
 
@@ -181,7 +211,7 @@ class StepCalls:
         self._model_calls += 1
         responses = self._replay.responses
         live = None if held else self._live
-        if not (responses or self._journaled):  # nothing to replay, nowhere to record
+        if not (responses or self._journaled) and self._cut is None:  # nothing to do here
             return await caller.call(request, live)
         assign = self._assign
         key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
@@ -191,13 +221,19 @@ class StepCalls:
             if caller.telemetry.traced:
                 trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
             return replayed
+        intent = None
         if self._bounded and self._run is not None:  # billed even if no reply comes back
             most = most_spent(caller, request)
             intent = ModelCallStarted(
                 run_id=self._run_id, call_key=key, role=self._worker, most=most
             )
             await self._run.append(intent, durable=True)
-        response = await caller.call(request, live)
+        try:
+            response = await caller.call(request, live)
+        except anyio.get_cancelled_exc_class():  # cut in flight: billed all the same
+            if self._cut is not None:
+                self._cut.charge(key, caller, request, intent)
+            raise
         if self._journaled and self._run is not None:
             record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
             await self._run.append(record)

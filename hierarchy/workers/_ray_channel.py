@@ -129,6 +129,7 @@ class ReplicaLog:
 
     __slots__ = ("_channel", "deps", "kept", "replay", "run_id")
     journaled = True  # every record goes to the caller (which charges usage from it)
+    holds_calls = False  # its share says what limits spending (``limits_spending``)
 
     def __init__(self, channel: ReplicaChannel, remote: RemoteStep) -> None:
         self._channel = channel

@@ -19,6 +19,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from regiment.errors import ConfigError
+from regiment.hierarchy._in_flight import step_cut
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import ModelCaller
@@ -107,6 +108,8 @@ class WorkerActor(StepActor):
             if channel is not None and channel.streaming
             else None
         )
+        ledger = None if channel is None else channel.fence.top_ups.ledger
+        cut = None if ledger is None else step_cut(ledger, assign, worker.name)
         return run_tool_loop(
             worker=worker.name,
             system=self._system,
@@ -121,9 +124,10 @@ class WorkerActor(StepActor):
             progress=progress,
             on_tool_error=worker.on_tool_error,
             approvals=self._approvals,
-            # nothing to replay, journal or stream: the loop makes one if a tool is called
+            # nothing to replay, journal, stream or charge if cut: the loop makes one if a
+            # tool is called
             journaled=None
-            if run is None and live is None
-            else StepCalls(run, assign, worker.name, live),
+            if run is None and live is None and cut is None
+            else StepCalls(run, assign, worker.name, live, cut),
             guards=self._guards,
         )

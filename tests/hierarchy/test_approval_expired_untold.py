@@ -40,7 +40,8 @@ async def test_a_request_that_expires_untold_is_still_requested_first(tmp_path: 
     assert shop.refunds == []
     assert shop.seen == ["denied: no decision before the request expired"]
     done = seen[-1]
-    assert isinstance(done, RunCompleted) and done.result.status == "completed"
+    assert isinstance(done, RunCompleted)
+    assert done.result.status == "completed"
     journal = await open_journal(where)
     try:
         _, entries = await read_run(journal, done.result.run_id)

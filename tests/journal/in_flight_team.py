@@ -10,9 +10,10 @@ and waits there to be killed (or, told so, the worker answers at its third call 
 synthesis is left in flight; ``reask``: its first reply is empty and the second ask is
 left in flight; ``judge``: the judge its answer guard asks is left in flight).
 
-Run as a script (``python in_flight_team.py JOURNAL BILL USD SLOW NESTED BACKEND``;
-``NESTED`` ``nested`` or ``flat``) it is the crash test's child: it prints ``run RUN_ID``
-when the run starts.
+Run as a script (``python in_flight_team.py JOURNAL BILL USD SLOW NESTED BACKEND [CALLS]``;
+``NESTED`` ``nested`` or ``flat``; ``USD`` 0: no money limit; ``CALLS``: a
+``Budget.model_calls``) it is the crash test's child: it prints ``run RUN_ID`` when the
+run starts.
 """
 
 from __future__ import annotations
@@ -125,17 +126,24 @@ def _judged(model: ScriptedModel) -> list[Guardrail]:
 
 
 def make_team(
-    bill: Path, usd: float | None, *, slow: str = "", answers: str = "", nested: bool = False
+    bill: Path,
+    usd: float | None,
+    *,
+    slow: str = "",
+    answers: str = "",
+    nested: bool = False,
+    calls: int | None = None,
 ) -> Team:
     """The team (``nested``: a team whose one worker is it, as a ``TeamWorker``, under the
-    budget; the inner team has none of its own, its step's share holds it)."""
+    budget; the inner team has none of its own, its step's share holds it); ``calls``:
+    its budget's ``model_calls``."""
     if nested:
         inner = make_team(bill, None, slow=slow, answers=answers)
         return Team(
             name="desk",
             planner=Planner(model=brain(bill, slow="")),
             workers=[TeamWorker(name="notes", description="takes notes", team=inner)],
-            budget=Budget(usd=usd),
+            budget=Budget(usd=usd, model_calls=calls),
             settings=ModelSettings(max_tokens=60),
         )
     model = brain(bill, slow=slow, answers=answers)
@@ -152,13 +160,19 @@ def make_team(
                 max_iterations=60,
             )
         ],
-        budget=Budget(usd=usd),
+        budget=Budget(usd=usd, model_calls=calls),
         settings=ModelSettings(max_tokens=60),
     )
 
 
-async def child(journal: str, bill: str, usd: str, slow: str, nested: str) -> None:
-    team = make_team(Path(bill), float(usd) or None, slow=slow, nested=nested == "nested")
+async def child(journal: str, bill: str, usd: str, slow: str, nested: str, calls: str) -> None:
+    team = make_team(
+        Path(bill),
+        float(usd) or None,
+        slow=slow,
+        nested=nested == "nested",
+        calls=int(calls) or None,
+    )
     async with team.start(journal=journal) as running, running.stream(GOAL) as events:
         async for event in events:
             if isinstance(event, RunStarted):
@@ -168,4 +182,5 @@ async def child(journal: str, bill: str, usd: str, slow: str, nested: str) -> No
 
 if __name__ == "__main__":
     journal, bill, usd, slow, nested, backend = sys.argv[1:7]
-    anyio.run(child, journal, bill, usd, slow, nested, backend=backend)
+    calls = sys.argv[7] if len(sys.argv) > 7 else "0"
+    anyio.run(child, journal, bill, usd, slow, nested, calls, backend=backend)
