@@ -4,6 +4,8 @@ before the nested team is let go on."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import anyio
 
 from regiment.hierarchy import (
@@ -23,16 +25,43 @@ from .brains import plan_json
 SHORT = 7  # the run above's short steps beside the one it gives the nested team
 
 
-def run_above(child: Team, budget: Budget, price: Price) -> Team:
-    """The run above: s1 to ``child``, s2..s8 short notes by a model at ``price``."""
+def _plan() -> str:
     steps = [{"id": "s1", "description": "research", "worker": "research"}]
     steps += [{"id": f"s{i}", "description": f"note {i}", "worker": "w"} for i in range(2, 9)]
-    plan = plan_json(*steps)
+    return plan_json(*steps)
+
+
+def notes_after(dug: anyio.Event) -> Callable[[ModelRequest], Awaitable[str]]:
+    """A brain for ``run_above`` whose notes come back a moment after ``dug`` is set: still
+    in flight, holding their shares, as the nested run asks for what it needs next."""
+    plan = _plan()
+
+    async def above(request: ModelRequest) -> str:
+        if request.role == "planner":
+            return plan
+        if request.role == "synthesizer":
+            return "the answer"
+        await dug.wait()
+        await anyio.sleep(0.05)
+        return "noted"
+
+    return above
+
+
+def run_above(
+    child: Team,
+    budget: Budget,
+    price: Price,
+    brain: Callable[[ModelRequest], str | Awaitable[str]] | None = None,
+) -> Team:
+    """The run above: s1 to ``child``, s2..s8 short notes by a model at ``price``
+    (``brain``: its answers; by default the plan, then notes at once)."""
+    plan = _plan()
 
     def above(request: ModelRequest) -> str:
         return plan if request.role == "planner" else "noted"
 
-    model = ScriptedModel(above, price=price)
+    model = ScriptedModel(brain or above, price=price)
     return Team(
         name="outer",
         planner=Planner(model=model, max_steps=8),

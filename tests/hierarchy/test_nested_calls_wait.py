@@ -14,18 +14,18 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from regiment.hierarchy import Budget, Planner, RunResult, Team, TeamWorker, Worker
+from regiment.hierarchy import Budget, Planner, RunResult, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, Price, ScriptedModel, text_response
 
 from .brains import plan_json
 from .limits import budget_of, spent_of
+from .nest import SHORT, notes_after, run_above
 
 pytestmark = pytest.mark.anyio
 
 DEAR = Price(input=100.0, output=100.0)  # the nested planner: a hundred micro-dollars a token
 CHEAP = Price(input=1.0, output=1.0)
 FINDING = "dug up " * 2000  # what the nested worker finds: its synthesis reads it all
-SHORT = 7
 
 
 class Nest:
@@ -47,19 +47,6 @@ class Nest:
         self.dug.set()
         return text_response(FINDING)
 
-    async def above(self, request: ModelRequest) -> str:
-        if request.role == "planner":
-            steps = [{"id": "s1", "description": "research", "worker": "research"}]
-            steps += [
-                {"id": f"s{i}", "description": f"note {i}", "worker": "w"} for i in range(2, 9)
-            ]
-            return plan_json(*steps)
-        if request.role == "synthesizer":
-            return "the answer"
-        await self.dug.wait()
-        await anyio.sleep(0.05)  # in flight as the nested run asks for its synthesis
-        return "noted"
-
     def team(self, budget: Budget) -> Team:
         child = Team(
             name="inner",
@@ -68,17 +55,7 @@ class Nest:
                 Worker(name="d", description="digs", model=ScriptedModel(self.digger, price=CHEAP))
             ],
         )
-        model = ScriptedModel(self.above, price=CHEAP)
-        return Team(
-            name="outer",
-            planner=Planner(model=model, max_steps=8),
-            workers=[
-                TeamWorker(name="research", description="digs deep", team=child),
-                Worker(name="w", description="notes", model=model),
-            ],
-            budget=budget,
-            concurrency=8,
-        )
+        return run_above(child, budget, CHEAP, notes_after(self.dug))
 
     async def run(self, budget: Budget) -> RunResult:
         with anyio.fail_after(30):  # a wait on a sibling that never gives back would hang

@@ -29,7 +29,6 @@ from regiment.hierarchy import (
     Planner,
     RunResult,
     Team,
-    TeamWorker,
     Worker,
 )
 from regiment.hierarchy.guard import AnswerSubject, Outcome, Pass, guardrail, judge
@@ -47,6 +46,7 @@ from regiment.models import (
 
 from .brains import plan_json
 from .limits import budget_of, spent_of
+from .nest import SHORT, notes_after, run_above
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +54,7 @@ DEAR = Price(input=100.0, output=100.0)  # the judge: a hundred micro-dollars a 
 CHEAP = Price(input=1.0, output=1.0)
 LONG = "weigh this " * 1000  # what the judge reads: its call is the nested run's dearest
 FINDING = "dug up " * 1000  # what the nested worker finds (critique, compress)
-SHORT = 7
+
 PASSED = json.dumps({"passed": True, "feedback": ""})
 
 
@@ -92,19 +92,6 @@ class Nest:
         self.judged += 1
         return "fine"
 
-    async def above(self, request: ModelRequest) -> str:
-        if request.role == "planner":
-            steps = [{"id": "s1", "description": "research", "worker": "research"}]
-            steps += [
-                {"id": f"s{i}", "description": f"note {i}", "worker": "w"} for i in range(2, 9)
-            ]
-            return plan_json(*steps)
-        if request.role == "synthesizer":
-            return "the answer"
-        await self.dug.wait()
-        await anyio.sleep(0.05)  # in flight as the nested run asks for what it needs next
-        return "noted"
-
     def team(self, budget: Budget) -> Team:
         judge_model = ScriptedModel(self.judge_model, price=DEAR)
 
@@ -126,17 +113,7 @@ class Nest:
             critic=Critic() if self.what == "critique" else None,
             compression=Compression(threshold_tokens=500) if self.what == "compress" else None,
         )
-        model = ScriptedModel(self.above, price=CHEAP)
-        return Team(
-            name="outer",
-            planner=Planner(model=model, max_steps=8),
-            workers=[
-                TeamWorker(name="research", description="digs deep", team=child),
-                Worker(name="w", description="notes", model=model),
-            ],
-            budget=budget,
-            concurrency=8,
-        )
+        return run_above(child, budget, CHEAP, notes_after(self.dug))
 
     async def run(self, budget: Budget) -> RunResult:
         with anyio.fail_after(30):  # a wait on a sibling that never gives back would hang
