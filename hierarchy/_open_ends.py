@@ -22,6 +22,8 @@ from regiment.hierarchy.events import (
 
 __all__ = ("OpenEnds",)
 
+_CallKey = tuple[str, int | None, str, str]
+
 _NO_REPORT = "cancelled with the run; its report did not come before the run ended"
 
 
@@ -43,17 +45,29 @@ class OpenEnds:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._calls: dict[tuple[str, str, str], tuple[ToolCallStarted, float]] = {}
-        self._steps: dict[tuple[str, int, str], StepDispatched] = {}
+        # a call by its run, its step's plan version (None: no step of it seen), step and id
+        self._calls: dict[_CallKey, tuple[ToolCallStarted, float]] = {}
+        self._steps: dict[tuple[str, int, str], StepDispatched] = {}  # last dispatched last
 
     def see(self, event: Event) -> None:
-        """Note ``event``'s start or end, if it is one of a tool call or a step."""
+        """Note ``event``'s start or end, if it is one of a tool call or a step.
+
+        A tool call's events name no plan version: a call is its step's in flight, the
+        ``StepDispatched`` seen last for its step id whose version has not ended (a replan
+        can plan a step id again while the old version's step still runs); an end goes to
+        the call open longest with its step id and call id (a replan cuts the old
+        version's calls)."""
         match event:
             case ToolCallStarted(run_id=run, step_id=step, call_id=call):
-                self._calls[run, step, call] = (event, self._clock())
+                self._calls[run, self._version(run, step), step, call] = (event, self._clock())
             case ToolCallFinished(run_id=run, step_id=step, call_id=call):
-                self._calls.pop((run, step, call), None)
+                key = next(
+                    (k for k in self._calls if (k[0], k[2], k[3]) == (run, step, call)), None
+                )
+                if key is not None:
+                    del self._calls[key]
             case StepDispatched(run_id=run, plan_version=version, step_id=step):
+                self._steps.pop((run, version, step), None)  # (again: the last seen)
                 self._steps[run, version, step] = event
             case StepCompleted(run_id=run, plan_version=version, step_id=step):
                 self._steps.pop((run, version, step), None)
@@ -64,18 +78,25 @@ class OpenEnds:
             case _:
                 pass
 
+    def _version(self, run: str, step: str) -> int | None:
+        """The plan version of step ``step``'s in flight, dispatched last."""
+        return next(
+            (v for r, v, s in reversed(self._steps) if (r, s) == (run, step)),
+            None,
+        )
+
     def ends(self, closing: RunCompleted | RunFailed | None) -> list[Event]:
         """The ends of what started and did not end (calls first, then steps), once each;
         ``closing``: the run's last event, whose step reports say how each ended."""
         reports = _reports(closing)
         now = self._clock()
         found: list[Event] = []
-        for (_, step, call), (started, at) in self._calls.items():
+        for (_, version, step, call), (started, at) in self._calls.items():
             said = next(
                 (
                     o
                     for r in reports
-                    if r.step_id == step
+                    if r.step_id == step and version in (None, r.plan_version)
                     for o in r.tool_outcomes
                     if o.call_id == call
                 ),
