@@ -3,6 +3,8 @@ reports (the CLI and the service close a cancelled run's events with them)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from regiment.hierarchy import (
     OpenEnds,
     RunFailed,
@@ -111,7 +113,7 @@ def _report(version: int, error_type: str) -> StepReport:
     )
 
 
-def _outcomes(ends: list[object]) -> list[str]:
+def _outcomes(ends: Sequence[object]) -> list[str]:
     return [e.outcome for e in ends if isinstance(e, ToolCallFinished)]
 
 
