@@ -9,6 +9,7 @@ from typing import final
 
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.events import (
+    CheckFailed,
     Event,
     RunCompleted,
     RunFailed,
@@ -73,6 +74,8 @@ class OpenEnds:
                 self._steps.pop((run, version, step), None)
             case StepErrored(run_id=run, plan_version=version, step_id=step):
                 self._steps.pop((run, version, step), None)
+            case CheckFailed(run_id=run, plan_version=version, step_id=step):
+                self._steps.pop((run, version, step), None)  # it reported: its check said no
             case StaleReportDropped(run_id=run, report_version=version, step_id=step):
                 self._steps.pop((run, version, step), None)
             case _:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from regiment.hierarchy import (
+    CheckFailed,
     OpenEnds,
     RunFailed,
     StepCompleted,
@@ -193,3 +194,16 @@ def test_a_finished_call_ends_its_older_version_s_first() -> None:
         steps=(_report(1, "v1_outcome"), _report(2, "timeout")),
     )
     assert _outcomes(opened.ends(closing)) == ["timeout"]
+
+
+def test_a_step_its_check_rejected_has_ended() -> None:
+    """A step whose check failed reported (``CheckFailed`` is its end): no end is made
+    for it, where one was a ``StepCompleted`` from its report, after its ``CheckFailed``."""
+    opened = OpenEnds(clock=float)
+    opened.see(_dispatched("s2"))
+    opened.see(CheckFailed(run_id="r", plan_version=1, step_id="s2", check="no", reason="x"))
+    done = StepReport(
+        run_id="r", plan_version=1, step_id="s2", attempt=1, worker="w", status="done", output="o"
+    )
+    closing = RunFailed(run_id="r", error_type="RunCancelled", message="m", steps=(done,))
+    assert opened.ends(closing) == []
