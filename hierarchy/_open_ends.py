@@ -54,19 +54,19 @@ class OpenEnds:
         """Note ``event``'s start or end, if it is one of a tool call or a step.
 
         A tool call's events name no plan version: a call is its step's in flight, the
-        ``StepDispatched`` seen last for its step id whose version has not ended (a replan
-        can plan a step id again while the old version's step still runs); an end goes to
-        the call open longest with its step id and call id (a replan cuts the old
-        version's calls)."""
+        ``StepDispatched`` seen last for its step id (and worker, if one was) whose version
+        has not ended (a replan can plan a step id again while the old version's step
+        still runs); an end goes to the call open longest with its step id and call id
+        (and worker, if one is: a replan cuts the old version's calls)."""
         match event:
-            case ToolCallStarted(run_id=run, step_id=step, call_id=call):
-                self._calls[run, self._version(run, step), step, call] = (event, self._clock())
-            case ToolCallFinished(run_id=run, step_id=step, call_id=call):
-                key = next(
-                    (k for k in self._calls if (k[0], k[2], k[3]) == (run, step, call)), None
-                )
-                if key is not None:
-                    del self._calls[key]
+            case ToolCallStarted(run_id=run, worker=worker, step_id=step, call_id=call):
+                version = self._version(run, step, worker)
+                self._calls[run, version, step, call] = (event, self._clock())
+            case ToolCallFinished(run_id=run, worker=worker, step_id=step, call_id=call):
+                keys = [k for k in self._calls if (k[0], k[2], k[3]) == (run, step, call)]
+                mine = [k for k in keys if self._calls[k][0].worker == worker]
+                if keys:
+                    del self._calls[(mine or keys)[0]]
             case StepDispatched(run_id=run, plan_version=version, step_id=step):
                 self._steps.pop((run, version, step), None)  # (again: the last seen)
                 self._steps[run, version, step] = event
@@ -81,12 +81,13 @@ class OpenEnds:
             case _:
                 pass
 
-    def _version(self, run: str, step: str) -> int | None:
-        """The plan version of step ``step``'s in flight, dispatched last."""
-        return next(
-            (v for r, v, s in reversed(self._steps) if (r, s) == (run, step)),
-            None,
-        )
+    def _version(self, run: str, step: str, worker: str) -> int | None:
+        """The plan version of step ``step``'s in flight, dispatched last (to ``worker``
+        if one was; ``None``: none seen)."""
+        going = [
+            (v, d.worker) for (r, v, s), d in reversed(self._steps.items()) if (r, s) == (run, step)
+        ]
+        return next((v for v, w in going if w == worker), going[0][0] if going else None)
 
     def ends(self, closing: RunCompleted | RunFailed | None) -> list[Event]:
         """The ends of what started and did not end (calls first, then steps), once each;

@@ -207,3 +207,39 @@ def test_a_step_its_check_rejected_has_ended() -> None:
     )
     closing = RunFailed(run_id="r", error_type="RunCancelled", message="m", steps=(done,))
     assert opened.ends(closing) == []
+
+
+def test_a_finished_call_is_its_worker_s_when_the_versions_ran_on_two() -> None:
+    """v1's s1 on worker a, v2's s1 on b, each with "call-0" open; b's call ends: the one
+    left open is a's (v1's), ended from v1's report, and a call a starts is v1's."""
+    opened = OpenEnds(clock=float)
+    opened.see(StepDispatched(run_id="r", plan_version=1, step_id="s1", worker="a", attempt=1))
+    opened.see(StepDispatched(run_id="r", plan_version=2, step_id="s1", worker="b", attempt=1))
+    for worker in ("a", "b"):
+        opened.see(
+            ToolCallStarted(
+                run_id="r", worker=worker, step_id="s1", tool="t", call_id="call-0", arguments={}
+            )
+        )
+    opened.see(
+        ToolCallFinished(
+            run_id="r",
+            worker="b",
+            step_id="s1",
+            tool="t",
+            call_id="call-0",
+            arguments={},
+            duration=0.0,
+            outcome="ok",
+        )
+    )
+    closing = RunFailed(
+        run_id="r",
+        error_type="RunCancelled",
+        message="m",
+        steps=(_report(1, "cut"), _report(2, "timeout")),
+    )
+    ends = opened.ends(closing)
+    assert [(e.worker, e.outcome) for e in ends if isinstance(e, ToolCallFinished)] == [
+        ("a", "cut")
+    ]
