@@ -82,19 +82,17 @@ def _end(
     closing: ev.RunCompleted | ev.RunFailed,
     run_id: str,
 ) -> None:
-    """End ``step`` (if ``going``) and its ``calls`` as ``OpenEnds`` does from ``closing``:
-    one ``OpenEnds`` a step, told only its plan version's reports (``OpenEnds`` knows a
-    call by its step id and call id, and a scripted model's call ids repeat)."""
+    """End ``step`` (if ``going``) and its ``calls`` as ``OpenEnds`` does from ``closing``,
+    which pairs each call with its step's plan version (a replan can plan a step id
+    again, and a scripted model's call ids repeat): one ``OpenEnds`` a step."""
     opened = OpenEnds(clock=float)  # (a duration is not shown: the journal has none)
     worker, step_id, version = str(step["worker"]), str(step["step_id"]), step["plan_version"]
     assert isinstance(version, int)
-    closing = _of_version(closing, version)
-    if going:
-        opened.see(
-            ev.StepDispatched(
-                run_id=run_id, plan_version=version, step_id=step_id, worker=worker, attempt=1
-            )
+    opened.see(  # (also for a step that reported: its calls are of its version)
+        ev.StepDispatched(
+            run_id=run_id, plan_version=version, step_id=step_id, worker=worker, attempt=1
         )
+    )
     for call in calls:
         arguments = call["arguments"]
         assert isinstance(arguments, dict)
@@ -113,11 +111,11 @@ def _end(
         match end:
             case ev.ToolCallFinished(call_id=call_id, outcome=outcome):
                 outcomes[call_id] = outcome
-            case ev.StepCompleted(output=output):
+            case ev.StepCompleted(output=output) if going:
                 step["ended_by"] = CLOSING_REPORT
                 if step["status"] == "dispatched":  # it finished as the run was cancelled
                     step.update(status="done", output=output)
-            case ev.StepErrored(status=status, error=error):
+            case ev.StepErrored(status=status, error=error) if going:
                 step.update(error=error, ended_by=CLOSING_REPORT)
                 if step["status"] == "dispatched":  # one that waited stays so (its call named)
                     step["status"] = status
@@ -125,14 +123,3 @@ def _end(
                 pass
     for call in calls:
         call["outcome"], call["ended_by"] = outcomes.get(str(call["call_id"])), CLOSING_REPORT
-
-
-def _of_version(
-    closing: ev.RunCompleted | ev.RunFailed, version: int
-) -> ev.RunCompleted | ev.RunFailed:
-    """``closing`` with the step reports of plan version ``version`` only."""
-    replace = msgspec.structs.replace
-    if isinstance(closing, ev.RunFailed):
-        return replace(closing, steps=tuple(r for r in closing.steps if r.plan_version == version))
-    steps = tuple(r for r in closing.result.steps if r.plan_version == version)
-    return replace(closing, result=replace(closing.result, steps=steps))

@@ -9,6 +9,7 @@ from typing import final
 
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.events import (
+    CheckFailed,
     Event,
     RunCompleted,
     RunFailed,
@@ -21,6 +22,8 @@ from regiment.hierarchy.events import (
 )
 
 __all__ = ("OpenEnds",)
+
+_CallKey = tuple[str, int | None, str, str]
 
 _NO_REPORT = "cancelled with the run; its report did not come before the run ended"
 
@@ -43,26 +46,48 @@ class OpenEnds:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._calls: dict[tuple[str, str, str], tuple[ToolCallStarted, float]] = {}
-        self._steps: dict[tuple[str, int, str], StepDispatched] = {}
+        # a call by its run, its step's plan version (None: no step of it seen), step and id
+        self._calls: dict[_CallKey, tuple[ToolCallStarted, float]] = {}
+        self._steps: dict[tuple[str, int, str], StepDispatched] = {}  # last dispatched last
 
     def see(self, event: Event) -> None:
-        """Note ``event``'s start or end, if it is one of a tool call or a step."""
+        """Note ``event``'s start or end, if it is one of a tool call or a step.
+
+        A tool call's events name no plan version: a call is its step's in flight, the
+        ``StepDispatched`` seen last for its step id (and worker, if one was) whose version
+        has not ended (a replan can plan a step id again while the old version's step
+        still runs); an end goes to the call open longest with its step id and call id
+        (and worker, if one is: a replan cuts the old version's calls)."""
         match event:
-            case ToolCallStarted(run_id=run, step_id=step, call_id=call):
-                self._calls[run, step, call] = (event, self._clock())
-            case ToolCallFinished(run_id=run, step_id=step, call_id=call):
-                self._calls.pop((run, step, call), None)
+            case ToolCallStarted(run_id=run, worker=worker, step_id=step, call_id=call):
+                version = self._version(run, step, worker)
+                self._calls[run, version, step, call] = (event, self._clock())
+            case ToolCallFinished(run_id=run, worker=worker, step_id=step, call_id=call):
+                keys = [k for k in self._calls if (k[0], k[2], k[3]) == (run, step, call)]
+                mine = [k for k in keys if self._calls[k][0].worker == worker]
+                if keys:
+                    del self._calls[(mine or keys)[0]]
             case StepDispatched(run_id=run, plan_version=version, step_id=step):
+                self._steps.pop((run, version, step), None)  # (again: the last seen)
                 self._steps[run, version, step] = event
             case StepCompleted(run_id=run, plan_version=version, step_id=step):
                 self._steps.pop((run, version, step), None)
             case StepErrored(run_id=run, plan_version=version, step_id=step):
                 self._steps.pop((run, version, step), None)
+            case CheckFailed(run_id=run, plan_version=version, step_id=step):
+                self._steps.pop((run, version, step), None)  # it reported: its check said no
             case StaleReportDropped(run_id=run, report_version=version, step_id=step):
                 self._steps.pop((run, version, step), None)
             case _:
                 pass
+
+    def _version(self, run: str, step: str, worker: str) -> int | None:
+        """The plan version of step ``step``'s in flight, dispatched last (to ``worker``
+        if one was; ``None``: none seen)."""
+        going = [
+            (v, d.worker) for (r, v, s), d in reversed(self._steps.items()) if (r, s) == (run, step)
+        ]
+        return next((v for v, w in going if w == worker), going[0][0] if going else None)
 
     def ends(self, closing: RunCompleted | RunFailed | None) -> list[Event]:
         """The ends of what started and did not end (calls first, then steps), once each;
@@ -70,12 +95,12 @@ class OpenEnds:
         reports = _reports(closing)
         now = self._clock()
         found: list[Event] = []
-        for (_, step, call), (started, at) in self._calls.items():
+        for (_, version, step, call), (started, at) in self._calls.items():
             said = next(
                 (
                     o
                     for r in reports
-                    if r.step_id == step
+                    if r.step_id == step and version in (None, r.plan_version)
                     for o in r.tool_outcomes
                     if o.call_id == call
                 ),
