@@ -21,6 +21,7 @@ from regiment.hierarchy._approvals import ApprovalDesk
 from regiment.hierarchy._replay import event_record
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import RunCompleted, RunFailed
+from regiment.hierarchy.run._brief_holds import BriefHold
 from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
 from regiment.journal import Entry, EventRecorded, Journal, Lease, top_run_id
 from regiment.journal import RunFinished as JournalFinished
@@ -53,18 +54,20 @@ async def cancel_paused(
         return RunFailed(run_id=run_id, error_type="RunCancelled", message=why) if kept else None
     if (await journal.get_run(run_id)).status != "paused":
         return None
-    lease = await _lease(journal, run_id)
-    if lease is None:
-        return None
-    try:
-        if (await journal.get_run(run_id)).status != "paused":  # resumed meanwhile
+    with BriefHold(run_id, "being cancelled"):  # a resume meeting its lease waits it out
+        lease = await _lease(journal, run_id)
+        if lease is None:
             return None
-        ended = _ending(run_id, why, await journal.read(run_id))
-        await journal.append(lease, event_record(run_id, ended))
-        record = JournalFinished(run_id=run_id, status="cancelled", error=f"RunCancelled: {why}")
-        await journal.append(lease, record, durable=True)
-    finally:
-        await journal.release(lease)
+        try:
+            if (await journal.get_run(run_id)).status != "paused":  # resumed meanwhile
+                return None
+            ended = _ending(run_id, why, await journal.read(run_id))
+            await journal.append(lease, event_record(run_id, ended))
+            error = f"RunCancelled: {why}"
+            record = JournalFinished(run_id=run_id, status="cancelled", error=error)
+            await journal.append(lease, record, durable=True)
+        finally:
+            await journal.release(lease)
     _log.info("run %s was cancelled while paused for approval", run_id)
     return ended
 
