@@ -14,6 +14,8 @@ import pytest
 
 from regiment.errors import AlreadyFinished
 from regiment.hierarchy import RunFailed
+from regiment.journal import open_journal
+from regiment.tools import Approve
 
 from .approval_team import Shop, plan_json, shop_team, step
 
@@ -54,3 +56,29 @@ async def test_a_resume_racing_a_cancel_is_told_what_became_of_the_run(tmp_path:
         else:  # the resume won: the cancel changed nothing, and the run paused again
             assert cancelled is None
             assert getattr(resumed, "status", None) == "paused", resumed
+
+
+async def test_a_paused_run_whose_requests_were_decided_is_still_cancelled(
+    tmp_path: Path,
+) -> None:
+    """Approved, then thought better of before its resume (or a cancel that came just
+    after an approve): the run lists ``stalled``, waiting to be resumed. Before, its cancel
+    returned ``None`` (the service's ``{"cancelling": false}``) and changed nothing."""
+    where = str(tmp_path / "runs.db")
+    shop = Shop()
+    async with shop_team(shop, PLAN).start(journal=where) as running:
+        paused = await running.run("two refunds")
+        for request in paused.pending_approvals:
+            await running.approve(request.request_id, Approve())
+        ended = await running.cancel_paused(paused.run_id, reason="approved by mistake")
+        assert isinstance(ended, RunFailed), ended
+        assert ended.message.endswith("approved by mistake")
+        assert [p.version for p in ended.plans] == [1]
+        with pytest.raises(AlreadyFinished, match=r"already finished \(cancelled\)"):
+            await running.resume(paused.run_id)
+    assert shop.refunds == []
+    journal = await open_journal(where)
+    try:
+        assert (await journal.get_run(paused.run_id)).status == "cancelled"
+    finally:
+        await journal.close()
