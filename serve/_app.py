@@ -258,7 +258,7 @@ async def _get_run(s: Service, request: Request) -> Response:
 async def _cancel(s: Service, request: Request) -> Response:
     record = await s.record(request)
     cancelled = s.live().cancel(record.run_id)
-    if not cancelled and record.status in ("paused", "stalled"):  # no task: paused (decided?)
+    if not cancelled and record.status == "paused":  # waits for approvals: no task to cancel
         cancelled = await s.cancel_paused(record.run_id)
     body: dict[str, object] = {"run_id": record.run_id, "cancelling": cancelled}
     if not cancelled and (top := s.top_here(record.run_id)) is not None:  # else unexplained
