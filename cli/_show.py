@@ -90,8 +90,7 @@ async def show_command(
 def _shown(info: RunInfo, records: Sequence[Record], notes: list[str]) -> dict[str, object]:
     plans: list[object] = []
     steps: list[dict[str, object]] = []
-    answer, usage, error = None, None, None
-    paused = False
+    answer, usage, error, paused = None, None, None, False
     team_file: str | None = None
     app_dir: str | None = None
     sent: dict[tuple[int, str], str] = {}  # dispatched steps with no report yet: their worker
@@ -145,8 +144,30 @@ def _shown(info: RunInfo, records: Sequence[Record], notes: list[str]) -> dict[s
         "answer": answer,
         "error": error,
         "usage": usage,
+        "estimated_usage": _estimated(records),
         "paused": paused,
     }
+
+
+def _estimated(records: Sequence[Record]) -> object:
+    """The part of the run's usage charged as an estimate (calls cut in flight, see
+    ``RunResult.estimated_usage``), from its last end; ``None`` if no part is."""
+    part: object = None
+    for record in records:
+        match record:
+            case EventRecorded(event={"type": "RunFailed", "estimated_usage": spent}):
+                part = spent
+            case EventRecorded(
+                event={"type": "RunCompleted", "result": {"estimated_usage": spent}}
+            ):
+                part = spent
+            case RunFinished(result=result):
+                part = result.get("estimated_usage", part)
+            case _:
+                pass
+    if not isinstance(part, dict) or not any(part.values()):
+        return None
+    return part
 
 
 def _with_unfinished_calls(
@@ -253,3 +274,6 @@ def _print_shown(shown: dict[str, object], stdout: TextIO, flag: str) -> None:
         print(f"error: {shown['error']}", file=stdout)
     if shown["usage"] is not None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
+    if shown["estimated_usage"] is not None:  # calls cut in flight, charged at their most
+        estimate = msgspec.json.encode(shown["estimated_usage"]).decode()
+        print(f"  of it estimated (calls cut in flight): {estimate}", file=stdout)

@@ -60,6 +60,14 @@ def cost(usage: Usage) -> str:
     return f", {usd_text(usage.micro_usd)}" if usage.micro_usd else ""
 
 
+def estimated(part: Usage) -> str:
+    """`` (of it estimated: N tokens, $x, ...)`` when part of a run's usage is an estimate
+    (calls cut in flight, charged at their most), else nothing."""
+    if not part.total_tokens and not part.micro_usd:
+        return ""
+    return f" (of it estimated: {part.total_tokens} tokens{cost(part)}, calls cut in flight)"
+
+
 def describe(event: ev.Event) -> str | None:
     """One plain line for an event (``None`` for events not worth a line)."""
     match event:
@@ -113,9 +121,9 @@ def describe(event: ev.Event) -> str | None:
         case ev.ApprovalResolved():
             return _resolved_line(event)
         case ev.RunCompleted(result=result):
-            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens{cost(result.usage)}"
+            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens{cost(result.usage)}{estimated(result.estimated_usage)}"
         case ev.RunFailed(error_type=kind):  # why: the command's last line says it once
-            return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cost(event.usage)}"
+            return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cost(event.usage)}{estimated(event.estimated_usage)}"
         case _:
             assert_never(event)
 

@@ -20,6 +20,7 @@ from regiment._text import clipped
 from regiment.errors import AlreadyFinished, ApprovalError, LeaseHeld
 from regiment.hierarchy._approvals import ApprovalDesk, decision_name
 from regiment.hierarchy._cancelling import cancel_paused
+from regiment.hierarchy.run._brief_holds import BriefHold
 from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.workers._team_worker import TeamWorker
@@ -275,17 +276,21 @@ async def record_decision(
         ApprovalError: another decision was recorded first.
         LeaseHeld: the run is live in another process.
     """
-    lease = await _decision_lease(journal, request)
-    try:
-        found = await journal.approval(request.run_id, request.request_id)
-        if found is not None and found.decision is not None:
-            raise await _already_decided(journal, request, found.decision)
-        record = ApprovalDecided(
-            run_id=request.run_id, approval_id=request.request_id, decision=decision, decided_by=by
-        )
-        await journal.append(lease, record, durable=True)
-    finally:
-        await journal.release(lease)
+    with BriefHold(request.run_id, "having an approval decision recorded"):
+        lease = await _decision_lease(journal, request)
+        try:
+            found = await journal.approval(request.run_id, request.request_id)
+            if found is not None and found.decision is not None:
+                raise await _already_decided(journal, request, found.decision)
+            record = ApprovalDecided(
+                run_id=request.run_id,
+                approval_id=request.request_id,
+                decision=decision,
+                decided_by=by,
+            )
+            await journal.append(lease, record, durable=True)
+        finally:
+            await journal.release(lease)
 
 
 _DECISION_TRIES = 20  # times 50 ms: another decider holds the lease for one write, not a second

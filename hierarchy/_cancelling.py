@@ -21,8 +21,9 @@ from regiment.hierarchy._approvals import ApprovalDesk
 from regiment.hierarchy._replay import event_record
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import RunCompleted, RunFailed
+from regiment.hierarchy.run._brief_holds import BriefHold
 from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
-from regiment.journal import Entry, EventRecorded, Journal, Lease, top_run_id
+from regiment.journal import Entry, EventRecorded, Journal, Lease, RunResumed, top_run_id
 from regiment.journal import RunFinished as JournalFinished
 from regiment.tools import Deny
 
@@ -51,20 +52,23 @@ async def cancel_paused(
         desk.withdraw(request.request_id, withdrawn)
     if journal is None:
         return RunFailed(run_id=run_id, error_type="RunCancelled", message=why) if kept else None
-    if (await journal.get_run(run_id)).status != "paused":
-        return None
-    lease = await _lease(journal, run_id)
-    if lease is None:
-        return None
-    try:
-        if (await journal.get_run(run_id)).status != "paused":  # resumed meanwhile
+    if (await journal.get_run(run_id)).status not in ("paused", "stalled"):
+        return None  # (stalled: maybe paused, its requests decided since, not resumed)
+    with BriefHold(run_id, "being cancelled"):  # a resume meeting its lease waits it out
+        lease = await _lease(journal, run_id)
+        if lease is None:
             return None
-        ended = _ending(run_id, why, await journal.read(run_id))
-        await journal.append(lease, event_record(run_id, ended))
-        record = JournalFinished(run_id=run_id, status="cancelled", error=f"RunCancelled: {why}")
-        await journal.append(lease, record, durable=True)
-    finally:
-        await journal.release(lease)
+        try:
+            paused = (await journal.get_run(run_id)).status == "paused"
+            ended = _ending(run_id, why, await journal.read(run_id), paused)
+            if ended is None:  # resumed meanwhile, or stalled while it ran: not paused
+                return None
+            await journal.append(lease, event_record(run_id, ended))
+            error = f"RunCancelled: {why}"
+            record = JournalFinished(run_id=run_id, status="cancelled", error=error)
+            await journal.append(lease, record, durable=True)
+        finally:
+            await journal.release(lease)
     _log.info("run %s was cancelled while paused for approval", run_id)
     return ended
 
@@ -84,14 +88,19 @@ async def _lease(journal: Journal, run_id: str) -> Lease | None:
     return None
 
 
-def _ending(run_id: str, why: str, entries: Sequence[Entry]) -> RunFailed:
+def _ending(run_id: str, why: str, entries: Sequence[Entry], paused: bool) -> RunFailed | None:
     """The cancelled run's last event, with what it got to by its pause (the result of
-    its last ``RunCompleted``, the pause's)."""
+    its last ``RunCompleted``, the pause's); ``None`` if the run is not ``paused`` (a
+    request pending) and its last stop was no pause (a ``stalled`` run that ran since)."""
     result: RunResult | None = None
     for entry in entries:
         record = entry.record
         if isinstance(record, EventRecorded) and record.kind == "RunCompleted":
             result = msgspec.convert(record.event, RunCompleted).result
+        elif isinstance(record, RunResumed):
+            result = None  # it went on after that stop
+    if not paused and (result is None or result.status != "paused"):
+        return None
     if result is None:
         return RunFailed(run_id=run_id, error_type="RunCancelled", message=why)
     return result.as_failed("RunCancelled", why)

@@ -137,6 +137,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             tool_calls=self.tool_calls,
             budget_exhausted=self.budget_exhausted,
             trace_id=self.trace_id,
+            estimated_usage=self.estimated_usage,
         )
 
     @property

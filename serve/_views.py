@@ -67,6 +67,7 @@ def run_view(
         "answer": None,
         "output": None,
         "usage": None,
+        "estimated_usage": None,
         "plans": [],
         "steps": [],
         "rejected": list(rejections),  # so far: a reader sees a rejected step while it runs
@@ -113,6 +114,7 @@ def _got_to(
         "answer": answer,
         "output": {step_id: done[step_id] for step_id in got.committed if step_id in done},
         "usage": msgspec.to_builtins(got.usage),
+        "estimated_usage": msgspec.to_builtins(got.estimated_usage),
         "plans": msgspec.to_builtins(got.plans),
         "steps": msgspec.to_builtins(got.steps),
         "committed": list(got.committed),

@@ -113,7 +113,8 @@ class RunFailed(Base, frozen=True, kw_only=True):
     Besides why (``error_type``, ``message``), it carries what the run got to, as
     ``RunResult`` names it: every plan version, every step report (the one that
     failed, and its siblings cancelled as the run wound down), the committed step
-    ids (and those its checks rejected), usage, model and tool calls, the budget limit that ran out, and the trace
+    ids (and those its checks rejected), usage (``estimated_usage``: the part of it charged as an estimate, as
+    ``RunResult`` says), model and tool calls, the budget limit that ran out, and the trace
     id. A ``RunFailed`` made outside a run (a cancelled stream, a service's own
     failure) leaves them empty.
     """
@@ -129,3 +130,4 @@ class RunFailed(Base, frozen=True, kw_only=True):
     tool_calls: int = 0
     budget_exhausted: BudgetLimit | None = None
     trace_id: str | None = None
+    estimated_usage: Usage = Usage()  # the part of usage that is an estimate (cut calls)

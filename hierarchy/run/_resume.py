@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from regiment.errors import AlreadyFinished, ConfigError, JournalError, RunCancelled
+from regiment.errors import AlreadyFinished, ConfigError, JournalError, LeaseHeld, RunCancelled
 from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
+from regiment.hierarchy.run._brief_holds import wait_brief_hold
 from regiment.hierarchy.run._channel import RunChannel, RunEnd
 from regiment.hierarchy.run._config_hash import config_hash
 from regiment.hierarchy.run._hints import list_advice, nested_refusal, show_advice
@@ -198,9 +199,16 @@ async def _acquire(
 ) -> Lease:
     """The run's lease (``above``: a nested run's owner's lease of the top run, refused
     if stale); a top run's asked for as of old, so journals without ``above`` work."""
-    if above is None:
-        return await journal.acquire(run_id, owner=owner, ttl=ttl)
-    return await journal.acquire(run_id, owner=owner, ttl=ttl, above=above)
+    for last in (False, True):  # again once a cancel or decision here let go of it
+        try:
+            if above is None:
+                return await journal.acquire(run_id, owner=owner, ttl=ttl)
+            return await journal.acquire(run_id, owner=owner, ttl=ttl, above=above)
+        except LeaseHeld as refused:
+            if last:
+                raise
+            await wait_brief_hold(run_id, refused)
+    raise AssertionError("unreachable")  # (the last attempt returned or raised)
 
 
 def _same_config(created: RunCreated, team: Team) -> None:
