@@ -26,7 +26,7 @@ import anyio.lowlevel
 import msgspec
 from anyio.abc import TaskGroup
 
-from regiment.hierarchy._in_flight import charge_lost
+from regiment.hierarchy._in_flight import charge_lost, step_cut
 from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._replay import Replay, ToolKey
@@ -222,6 +222,20 @@ class StepConduit:
         progress.allowance = charge_lost(
             None if ledger is None else ledger.spent, lost, allowance, where
         )
+
+    def step_cut(self) -> None:
+        """The step was cut (a replan, the run's cancel, its timeout) while its replica's
+        model calls were in flight: each is charged to the run at its most, as an
+        in-process step's cut call is (``StepCut``), once (they are in flight no more)."""
+        if not self._started:
+            return
+        cut, self._started = list(self._started.values()), {}
+        fence = self._progress.fence
+        ledger = None if fence is None else fence.top_ups.ledger
+        charges = None if ledger is None else step_cut(ledger, self._assign, self.worker)
+        if charges is not None:
+            for started in cut:
+                charges.charge_started(started)
 
     async def _top_up(self, seq: int, need: dict[str, tuple[int, int]], ack: Ack) -> None:
         """Top the step's share up from its run, under the run's rule (as
