@@ -64,7 +64,8 @@ class Desk:
                 self.api.received = anyio.Event()
                 await self.api.received.wait()
 
-    def team(self) -> Team:
+    def team(self, budget: Budget | None = None) -> Team:
+        """``budget``: ``Budget(usd=USD)`` unless given."""
         build = functools.partial(slow, self.api.base_url)
         placed = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
         scripted = ScriptedModel(self.brain, price=FREE)
@@ -73,5 +74,5 @@ class Desk:
             planner=Planner(model=scripted),
             workers=[placed, Worker(name="quick", description="answers", model=scripted)],
             checks={"no": Check(description="never passes", predicate=lambda r: False)},
-            budget=Budget(usd=USD),
+            budget=Budget(usd=USD) if budget is None else budget,
         )

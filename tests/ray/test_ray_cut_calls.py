@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pytest
 
-from regiment.hierarchy import RunCompleted, RunResult
+from regiment.hierarchy import Budget, RunCompleted, RunResult
 from regiment.hierarchy._replay import Replay
 from regiment.journal import open_journal
 from regiment.models import Usage, priced
@@ -81,17 +81,25 @@ async def test_a_ray_call_cut_by_a_replan_is_charged_at_its_most(
     assert (1, "s1") not in replay.committed
 
 
+@pytest.mark.parametrize("budget", [None, Budget(model_calls=20)], ids=["usd", "model-calls-only"])
 async def test_a_ray_call_cut_by_the_runs_cancel_is_charged_at_its_most(
-    ray_session: ModuleType, api: StandIn, caplog: pytest.LogCaptureFixture
+    ray_session: ModuleType,
+    api: StandIn,
+    caplog: pytest.LogCaptureFixture,
+    budget: Budget | None,
 ) -> None:
+    """Under a budget on model calls alone too: as in-process, the cut call counts (one
+    model call, at its most); the replica now tells its calls' intents under it as well."""
     caplog.set_level(logging.INFO, logger="regiment.run")
     desk = Desk(api, probe=False)
-    async with desk.team().start() as running:
+    async with desk.team(budget).start() as running:
         async with running.stream("hold") as events:
             async for _ in events:
                 await desk.held()
                 break  # leaving the block cancels the run
         ending = events.ending
     assert isinstance(ending, RunCompleted)
-    assert ending.result.status == "cancelled"
-    _counted(ending.result, api, _most(caplog, ending.result.run_id))
+    result = ending.result
+    assert result.status == "cancelled"
+    _counted(result, api, _most(caplog, result.run_id))
+    assert result.model_calls == 2  # the plan, and s1's cut call
