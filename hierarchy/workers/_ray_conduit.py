@@ -102,6 +102,11 @@ class StepConduit:
         self._results: dict[ToolKey, ToolResultRecord] = {}
         # Model calls the replica started (under a spending budget) with no reply yet.
         self._started: dict[str, ModelCallStarted] = {}
+        # The run's ledger, held from the step's start (as an in-process step's StepCut
+        # holds it): the run lets go of it as its budget runs out, before the steps it
+        # cuts then have ended, and those steps' calls in flight are charged to it.
+        fence = progress.fence
+        self._ledger = None if fence is None else fence.top_ups.ledger
         # Calls decided to run whose result has not come back: their bodies work on the
         # replica, so the step is not just waiting (see _progress.StepProgress.calls_working).
         self._working: set[int] = set()
@@ -135,9 +140,7 @@ class StepConduit:
     def _holds_calls(self) -> bool:
         """Whether the step's run's budget limits model calls (its calls' intents are
         then told, so one cut or lost in flight is counted, as in-process)."""
-        fence = self._progress.fence
-        ledger = None if fence is None else fence.top_ups.ledger
-        return ledger is not None and ledger.budget.model_calls is not None
+        return self._ledger is not None and self._ledger.budget.model_calls is not None
 
     async def drain(self, messages: AsyncIterable[Awaitable[bytes]], ack: Ack) -> StepReport | None:
         """Take the step's messages until its report (``None``: the stream ended without one).
@@ -222,8 +225,7 @@ class StepConduit:
         if not self._started:
             return
         lost, self._started = list(self._started.values()), {}
-        progress, fence = self._progress, self._progress.fence
-        ledger = None if fence is None else fence.top_ups.ledger
+        progress, ledger = self._progress, self._ledger
         a = self._assign
         where = f"run {a.run_id}: worker '{self.worker}', step {a.step.id}"
         allowance = a.allowance if progress.allowance is None else progress.allowance
@@ -238,8 +240,7 @@ class StepConduit:
         if not self._started:
             return
         cut, self._started = list(self._started.values()), {}
-        fence = self._progress.fence
-        ledger = None if fence is None else fence.top_ups.ledger
+        ledger = self._ledger
         charges = None if ledger is None else step_cut(ledger, self._assign, self.worker)
         if charges is not None:
             for started in cut:

@@ -103,3 +103,14 @@ async def test_a_ray_call_cut_by_the_runs_cancel_is_charged_at_its_most(
     assert result.status == "cancelled"
     _counted(result, api, _most(caplog, result.run_id))
     assert result.model_calls == 2  # the plan, and s1's cut call
+
+
+async def test_a_ray_call_cut_by_the_wall_clock_is_charged_at_its_most(
+    ray_session: ModuleType, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    team = Desk(api, probe=False).team(Budget(usd=USD, wall_clock=5.0))
+    async with team.start() as running:  # (the replicas start before the clock does)
+        result = await running.run("hold")
+    assert (result.status, result.budget_exhausted) == ("partial", "wall_clock")
+    _counted(result, api, _most(caplog, result.run_id))
