@@ -132,15 +132,11 @@ class StepConduit:
             deps=self._deps,
             live=self._live is not None,
             journal=self._run is not None and self._run.journaled,
-            holds_calls=self._holds_calls(),
+            # a budget on model calls: their intents are told (one cut or lost is counted)
+            holds_calls=self._ledger is not None and self._ledger.budget.model_calls is not None,
             log_levels=wanted_levels(),
         )
         return encode(step)
-
-    def _holds_calls(self) -> bool:
-        """Whether the step's run's budget limits model calls (its calls' intents are
-        then told, so one cut or lost in flight is counted, as in-process)."""
-        return self._ledger is not None and self._ledger.budget.model_calls is not None
 
     async def drain(self, messages: AsyncIterable[Awaitable[bytes]], ack: Ack) -> StepReport | None:
         """Take the step's messages until its report (``None``: the stream ended without one).
