@@ -64,10 +64,11 @@ class Desk:
                 self.api.received = anyio.Event()
                 await self.api.received.wait()
 
-    def team(self, budget: Budget | None = None) -> Team:
-        """``budget``: ``Budget(usd=USD)`` unless given."""
+    def team(self, budget: Budget | None = None, step_timeout: float = 600.0) -> Team:
+        """``budget``: ``Budget(usd=USD)`` unless given; ``step_timeout``: the Ray worker's."""
         build = functools.partial(slow, self.api.base_url)
-        placed = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
+        placement = Ray(build=build, num_cpus=0)
+        placed = dataclasses.replace(build(), placement=placement, step_timeout=step_timeout)
         scripted = ScriptedModel(self.brain, price=FREE)
         return Team(
             name="desk",

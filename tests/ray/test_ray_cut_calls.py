@@ -114,3 +114,13 @@ async def test_a_ray_call_cut_by_the_wall_clock_is_charged_at_its_most(
         result = await running.run("hold")
     assert (result.status, result.budget_exhausted) == ("partial", "wall_clock")
     _counted(result, api, _most(caplog, result.run_id))
+
+
+async def test_a_ray_call_cut_by_its_step_timeout_is_charged_at_its_most(
+    ray_session: ModuleType, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    async with Desk(api, probe=False).team(step_timeout=3.0).start() as running:
+        result = await running.run("hold")
+    assert (result.status, result.committed) == ("completed", ("s3",)), result.events
+    _counted(result, api, _most(caplog, result.run_id))
