@@ -244,6 +244,11 @@ class StepCut:
         if intent is None:
             most = most_spent(caller, request)
             intent = ModelCallStarted(run_id="", call_key=key, role=self._worker, most=most)
+        self.charge_started(intent)
+
+    def charge_started(self, intent: ModelCallStarted) -> None:
+        """The step's call whose ``intent`` is known was cut (a Ray replica's, told to the
+        caller before it was sent): charge it at that intent's most."""
         charge_cut(self._spent, intent, self._where)
 
 

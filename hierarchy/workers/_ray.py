@@ -303,6 +303,8 @@ class RayReplicas:
             conduit.replica_lost()
             raise
         except BaseException as exc:
+            # Its model calls in flight: billed all the same (before the cancel's wait).
+            conduit.step_cut()
             self.cluster.check(worker, exc)  # gone (another pool found out): no one to ask
             # Cancelled (the run, a replan, the step timeout), or the journal failed:
             # stop the remote step too, and wait (bounded) until it has ended there, so

@@ -127,9 +127,8 @@ class ReplicaChannel:
 class ReplicaLog:
     """The step's run as the replica sees it (a :class:`CallLog`)."""
 
-    __slots__ = ("_channel", "deps", "kept", "replay", "run_id")
+    __slots__ = ("_channel", "deps", "holds_calls", "kept", "replay", "run_id")
     journaled = True  # every record goes to the caller (which charges usage from it)
-    holds_calls = False  # its share says what limits spending (``limits_spending``)
 
     def __init__(self, channel: ReplicaChannel, remote: RemoteStep) -> None:
         self._channel = channel
@@ -137,6 +136,9 @@ class ReplicaLog:
         # Intents go to the caller even with no journal: a replica that dies with a call in
         # flight leaves it to charge that call (``StepConduit.replica_lost``).
         self.kept = True
+        # The run's budget limits model calls: intents go even if its share limits no
+        # spending (else its share says so: ``limits_spending``).
+        self.holds_calls = remote.holds_calls
         # The caller's own bytes: the run's deps, pickled with Ray's cloudpickle.
         self.deps: object = None if remote.deps is None else pickle.loads(remote.deps)
         sent = remote.replay

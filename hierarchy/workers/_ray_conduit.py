@@ -26,7 +26,7 @@ import anyio.lowlevel
 import msgspec
 from anyio.abc import TaskGroup
 
-from regiment.hierarchy._in_flight import charge_lost
+from regiment.hierarchy._in_flight import charge_lost, step_cut
 from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._replay import Replay, ToolKey
@@ -102,6 +102,11 @@ class StepConduit:
         self._results: dict[ToolKey, ToolResultRecord] = {}
         # Model calls the replica started (under a spending budget) with no reply yet.
         self._started: dict[str, ModelCallStarted] = {}
+        # The run's ledger, held from the step's start (as an in-process step's StepCut
+        # holds it): the run lets go of it as its budget runs out, before the steps it
+        # cuts then have ended, and those steps' calls in flight are charged to it.
+        fence = progress.fence
+        self._ledger = None if fence is None else fence.top_ups.ledger
         # Calls decided to run whose result has not come back: their bodies work on the
         # replica, so the step is not just waiting (see _progress.StepProgress.calls_working).
         self._working: set[int] = set()
@@ -127,6 +132,8 @@ class StepConduit:
             deps=self._deps,
             live=self._live is not None,
             journal=self._run is not None and self._run.journaled,
+            # a budget on model calls: their intents are told (one cut or lost is counted)
+            holds_calls=self._ledger is not None and self._ledger.budget.model_calls is not None,
             log_levels=wanted_levels(),
         )
         return encode(step)
@@ -214,14 +221,26 @@ class StepConduit:
         if not self._started:
             return
         lost, self._started = list(self._started.values()), {}
-        progress, fence = self._progress, self._progress.fence
-        ledger = None if fence is None else fence.top_ups.ledger
+        progress, ledger = self._progress, self._ledger
         a = self._assign
         where = f"run {a.run_id}: worker '{self.worker}', step {a.step.id}"
         allowance = a.allowance if progress.allowance is None else progress.allowance
         progress.allowance = charge_lost(
             None if ledger is None else ledger.spent, lost, allowance, where
         )
+
+    def step_cut(self) -> None:
+        """The step was cut (a replan, the run's cancel, its timeout) while its replica's
+        model calls were in flight: each is charged to the run at its most, as an
+        in-process step's cut call is (``StepCut``), once (they are in flight no more)."""
+        if not self._started:
+            return
+        cut, self._started = list(self._started.values()), {}
+        ledger = self._ledger
+        charges = None if ledger is None else step_cut(ledger, self._assign, self.worker)
+        if charges is not None:
+            for started in cut:
+                charges.charge_started(started)
 
     async def _top_up(self, seq: int, need: dict[str, tuple[int, int]], ack: Ack) -> None:
         """Top the step's share up from its run, under the run's rule (as

@@ -81,6 +81,9 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
         deps: the run's deps, pickled (``None``: the run has none).
         live: the run is streamed: the replica sends its live events.
         journal: the run has a journal (a model call's intent is worth a round trip).
+        holds_calls: the run's budget limits model calls: the replica tells each call's
+            intent first even when the step's share limits no spending, so one cut or
+            lost in flight is counted (``StepConduit.step_cut``, ``replica_lost``).
         log_levels: by logger family (``regiment``, an SDK's), the lowest level the
             caller logs: the step's records at that level or above are sent back
             (:class:`LogRecorded`); a family not named: WARNING.
@@ -94,6 +97,7 @@ class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
     deps: bytes | None = None
     live: bool = False
     journal: bool = True
+    holds_calls: bool = False
     log_levels: dict[str, int] = {}
 
 
