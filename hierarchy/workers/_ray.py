@@ -38,6 +38,7 @@ from regiment.hierarchy.workers._ray_mcp import PlacedTools, ReplicaServers
 from regiment.hierarchy.workers._ray_recipe import hosted_worker
 from regiment.hierarchy.workers._ray_replica import replica_back, start_error
 from regiment.hierarchy.workers._ray_stop import stop_replicas
+from regiment.hierarchy.workers._ray_version import caller_stamp, checked_host
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.hierarchy.workers._wire import step_key
 from regiment.hierarchy.workers._worker import Worker, WorkerSpec
@@ -166,11 +167,13 @@ class RayReplicas:
         }
         # Acks have their own group: steps awaiting acks may fill the default one.
         # (and the call that tells the caller of records kept between steps: held)
-        host = ray.remote(concurrency_groups={_CONTROL: 5})(StepHost).options(**options)
+        # (each replica checks first that it runs the caller's regiment: _ray_version)
+        checked = checked_host(ray, StepHost)
+        host = ray.remote(concurrency_groups={_CONTROL: 5})(checked).options(**options)
         # Pickled here, unpickled once the replica logs for the caller: what importing
         # a build's module logs there reaches this process too.
         packed = ray.cloudpickle.dumps([hosted[w.name] for w in workers])
-        given = (packed, label, placement.otlp_endpoint, content)
+        given = (tuple(caller_stamp()), packed, label, placement.otlp_endpoint, content)
         handles = [host.remote(*given, wanted_levels()) for _ in range(placement.replicas)]
         replicas = cls(ray, label, handles, placement.start_timeout)
         where = f"worker {names}" if len(workers) == 1 else f"Ray pool '{label}' ({names})"
