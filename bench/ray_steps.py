@@ -14,6 +14,10 @@ CPU-bound tool's throughput scales with 1, 2 and 4 replicas.
 - team start: 4 Ray-placed workers on replicas of their own (4 Ray processes)
   against the same 4 in one pool (1 process hosting all of them).
 
+The benchmark measures the regiment of the checkout it is in: that tree is put first
+on this process's path and on its replicas' (``PYTHONPATH`` in Ray's ``runtime_env``),
+whatever else provides a ``regiment`` (an installed one, another worktree's).
+
 (The file is not called ``ray.py``: the bench directory is on ``sys.path`` when
 a bench script runs, and on mypy's path, so a ``ray.py`` here would shadow Ray.)
 """
@@ -23,15 +27,43 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import hashlib
 import json
 import os
+import sys
+import tempfile
 import time
 from pathlib import Path
 
-import anyio
-import regiment_cases as rc
+BENCH = str(Path(__file__).resolve().parent)
+CHECKOUT = Path(__file__).resolve().parents[1]  # the regiment this benchmark measures
 
-from regiment import (
+
+def _checkout_dir() -> str:
+    """A directory in which ``regiment`` is this checkout: its parent if it is named so,
+    else one in the temporary directory holding a link of that name to it (one per
+    checkout, made once and kept)."""
+    if CHECKOUT.name == "regiment":
+        return str(CHECKOUT.parent)
+    tag = hashlib.sha256(str(CHECKOUT).encode()).hexdigest()[:12]
+    links = Path(tempfile.gettempdir()) / f"regiment-bench-{tag}"
+    links.mkdir(exist_ok=True)
+    link = links / "regiment"
+    if not link.is_symlink() or link.resolve() != CHECKOUT:
+        made = links / f"regiment.{os.getpid()}"
+        made.unlink(missing_ok=True)
+        made.symlink_to(CHECKOUT, target_is_directory=True)
+        made.replace(link)  # atomic: a bench starting meanwhile sees the old link or this one
+    return str(links)
+
+
+TREE = _checkout_dir()
+sys.path.insert(0, TREE)  # before regiment is imported: this checkout's, here and on Ray
+
+import anyio  # noqa: E402
+import regiment_cases as rc  # noqa: E402
+
+from regiment import (  # noqa: E402
     ModelRequest,
     ModelResponse,
     Planner,
@@ -43,9 +75,6 @@ from regiment import (
     tool,
     tool_call_response,
 )
-
-BENCH = str(Path(__file__).resolve().parent)
-ROOT = str(Path(__file__).resolve().parents[1])
 
 
 @tool
@@ -155,8 +184,12 @@ def main() -> None:
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join((BENCH, ROOT))}},
+        # the replicas load this checkout's regiment too (Team.start() refuses any other)
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join((TREE, BENCH))}},
     )
+    import regiment
+
+    print(f"regiment {regiment.__version__} from {Path(regiment.__file__).resolve().parent}")
     print(f"ray.init: {time.perf_counter() - began:.1f}s")
     try:
         steps = 10

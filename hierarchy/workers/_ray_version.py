@@ -98,7 +98,7 @@ def checked_host(ray: Any, host: type) -> type:
             wire = 0
         return Stamp(str(regiment.__version__), wire, wire_digest(package), str(package))
 
-    class CheckedHost(host):  # type: ignore[valid-type,misc]
+    class CheckedHost(host):  # type: ignore[misc]
         def __init__(self, caller: tuple[str, int, str, str], *args: Any) -> None:
             why = mismatch(Stamp(*caller), replica_stamp())
             if why is not None:
