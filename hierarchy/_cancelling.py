@@ -52,8 +52,11 @@ async def cancel_paused(
         desk.withdraw(request.request_id, withdrawn)
     if journal is None:
         return RunFailed(run_id=run_id, error_type="RunCancelled", message=why) if kept else None
-    if (await journal.get_run(run_id)).status not in ("paused", "stalled"):
+    status = (await journal.get_run(run_id)).status
+    if status not in ("paused", "stalled"):
         return None  # (stalled: maybe paused, its requests decided since, not resumed)
+    if status == "stalled" and _ending(run_id, why, await journal.read(run_id), False) is None:
+        return None  # it stopped otherwise: its lease is not taken (a frozen owner keeps it)
     with BriefHold(run_id, "being cancelled"):  # a resume meeting its lease waits it out
         lease = await _lease(journal, run_id)
         if lease is None:

@@ -22,6 +22,7 @@ from regiment.journal import Journal, PostgresJournal, SqliteJournal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 from tests.journal.conftest import postgres_server, postgres_url
+from tests.journal.records import created, event, new_id
 
 pytestmark = pytest.mark.anyio
 
@@ -127,3 +128,28 @@ async def test_a_cancel_the_journal_lock_holds_is_503_then_cancels_once_it_is_go
     assert view["status"] == "cancelled", view
     assert resumed.status_code == 409, resumed.text
     assert shop.refunds == []
+
+
+async def test_a_cancel_of_a_run_stalled_mid_work_leaves_its_lease_alone(tmp_path: Path) -> None:
+    # A run whose owner stopped renewing its lease mid-work (not at a pause) lists
+    # `stalled`; a cancel answers `cancelling: false`, as before, but it took the run's
+    # lease to find that out, so the owner (only frozen a while) had lost its run.
+    path, run_id = tmp_path / "runs.db", new_id()
+    owner = await SqliteJournal.open(path)
+    try:
+        lease = await owner.create_run(created(run_id), owner="other:1", ttl=1.0)
+        async with (
+            serving(create_app(shop_team(Shop(), PLAN), journal=str(path))) as url,
+            httpx.AsyncClient(base_url=url) as c,
+        ):
+            with anyio.fail_after(20):  # a guard: the lease runs out after 1 s
+                while (await c.get(f"/runs/{run_id}")).json()["status"] != "stalled":
+                    pass
+            cancel = await c.post(f"/runs/{run_id}/cancel")
+            still = (await c.get(f"/runs/{run_id}")).json()["status"]
+        renewed = await owner.renew(lease, ttl=60)  # LeaseLost if the cancel had taken it
+        assert await owner.append(renewed, event(run_id, 1), durable=True) == 2
+    finally:
+        await owner.close()
+    assert cancel.json() == {"run_id": run_id, "cancelling": False}
+    assert still == "stalled"
