@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from examples.service.serving import serving
-from regiment.journal import Journal, PostgresJournal, SqliteJournal
+from regiment.journal import Journal, PostgresJournal, SqliteJournal, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 from tests.journal.conftest import postgres_server, postgres_url
@@ -130,16 +130,16 @@ async def test_a_cancel_the_journal_lock_holds_is_503_then_cancels_once_it_is_go
     assert shop.refunds == []
 
 
-async def test_a_cancel_of_a_run_stalled_mid_work_leaves_its_lease_alone(tmp_path: Path) -> None:
+async def test_a_cancel_of_a_run_stalled_mid_work_leaves_its_lease_alone(journal: str) -> None:
     # A run whose owner stopped renewing its lease mid-work (not at a pause) lists
     # `stalled`; a cancel answers `cancelling: false`, as before, but it took the run's
     # lease to find that out, so the owner (only frozen a while) had lost its run.
-    path, run_id = tmp_path / "runs.db", new_id()
-    owner = await SqliteJournal.open(path)
+    run_id = new_id()
+    owner = await open_journal(journal)
     try:
         lease = await owner.create_run(created(run_id), owner="other:1", ttl=1.0)
         async with (
-            serving(create_app(shop_team(Shop(), PLAN), journal=str(path))) as url,
+            serving(create_app(shop_team(Shop(), PLAN), journal=journal)) as url,
             httpx.AsyncClient(base_url=url) as c,
         ):
             with anyio.fail_after(20):  # a guard: the lease runs out after 1 s
