@@ -153,3 +153,32 @@ async def test_a_cancel_of_a_run_stalled_mid_work_leaves_its_lease_alone(journal
         await owner.close()
     assert cancel.json() == {"run_id": run_id, "cancelling": False}
     assert still == "stalled"
+
+
+async def test_an_approve_and_a_cancel_posted_together_end_the_run_cancelled(journal: str) -> None:
+    # user21's race: whichever lands first (here, mostly the cancel: the run is paused,
+    # and the approve is refused), the cancel wins; one landing after the approve
+    # answered `cancelling: false` (the test above is that order, made certain).
+    shop = Shop()
+    async with (
+        serving(create_app(shop_team(shop, PLAN), journal=journal)) as url,
+        httpx.AsyncClient(base_url=url, timeout=60) as c,
+    ):
+        run_id = (await c.post("/runs?wait=true", json={"goal": "a refund"})).json()["run_id"]
+        (request,) = (await c.get("/approvals")).json()["approvals"]
+        answers: dict[str, httpx.Response] = {}
+
+        async def post(name: str, path: str, body: dict[str, str] | None = None) -> None:
+            answers[name] = await c.post(path, json=body)
+
+        async with anyio.create_task_group() as tg:
+            approve = {"decision": "approve"}
+            tg.start_soon(post, "approve", f"/approvals/{request['request_id']}", approve)
+            tg.start_soon(post, "cancel", f"/runs/{run_id}/cancel")
+        view = (await c.get(f"/runs/{run_id}")).json()
+        resumed = await c.post(f"/runs/{run_id}/resume")
+    assert answers["cancel"].json() == {"run_id": run_id, "cancelling": True}
+    assert answers["approve"].status_code in (200, 409), answers["approve"].text
+    assert view["status"] == "cancelled", view
+    assert resumed.status_code == 409, resumed.text
+    assert shop.refunds == []
