@@ -18,6 +18,8 @@ import psycopg
 import pytest
 
 from examples.service.serving import serving
+from regiment.hierarchy.run._brief_holds import BriefHold
+from regiment.hierarchy.run._journaling import owner_name
 from regiment.journal import Journal, PostgresJournal, SqliteJournal, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
@@ -181,4 +183,37 @@ async def test_an_approve_and_a_cancel_posted_together_end_the_run_cancelled(jou
     assert answers["approve"].status_code in (200, 409), answers["approve"].text
     assert view["status"] == "cancelled", view
     assert resumed.status_code == 409, resumed.text
+    assert shop.refunds == []
+
+
+async def test_a_cancel_while_a_decision_is_recorded_waits_it_out(tmp_path: Path) -> None:
+    # A decision being recorded holds the run's lease for a moment, and the journal lists
+    # the run `running` meanwhile: a cancel then (an approve and a cancel posted together)
+    # answered `cancelling: false` and the run stayed resumable (1 race in 40 here).
+    shop, opened = Shop(), await SqliteJournal.open(tmp_path / "runs.db")
+    try:
+        async with (
+            serving(create_app(shop_team(shop, PLAN), journal=opened)) as url,
+            httpx.AsyncClient(base_url=url, timeout=60) as c,
+        ):
+            run_id = await _decided(c)
+            answers: list[httpx.Response] = []
+
+            async def cancel() -> None:
+                answers.append(await c.post(f"/runs/{run_id}/cancel"))
+
+            async with anyio.create_task_group() as tg:
+                with BriefHold(run_id, "having an approval decision recorded"):  # a decider's
+                    lease = await opened.acquire(run_id, owner=owner_name(), ttl=30)
+                    listed = (await opened.get_run(run_id)).status
+                    tg.start_soon(cancel)
+                    await anyio.sleep(0.2)  # (the cancel meets the hold, or comes after it)
+                    await opened.release(lease)
+            view = (await c.get(f"/runs/{run_id}")).json()
+    finally:
+        await opened.close()
+    assert listed == "running"  # what the cancel read in the journal, and gave up
+    (answer,) = answers
+    assert answer.json() == {"run_id": run_id, "cancelling": True}
+    assert view["status"] == "cancelled", view
     assert shop.refunds == []
