@@ -21,7 +21,7 @@ from regiment.hierarchy._approvals import ApprovalDesk
 from regiment.hierarchy._replay import event_record
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import RunCompleted, RunFailed
-from regiment.hierarchy.run._brief_holds import BriefHold
+from regiment.hierarchy.run._brief_holds import BriefHold, wait_brief_hold
 from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
 from regiment.journal import Entry, EventRecorded, Journal, Lease, RunResumed, top_run_id
 from regiment.journal import RunFinished as JournalFinished
@@ -52,8 +52,11 @@ async def cancel_paused(
         desk.withdraw(request.request_id, withdrawn)
     if journal is None:
         return RunFailed(run_id=run_id, error_type="RunCancelled", message=why) if kept else None
-    if (await journal.get_run(run_id)).status not in ("paused", "stalled"):
+    status = await _status(journal, run_id)
+    if status not in ("paused", "stalled"):
         return None  # (stalled: maybe paused, its requests decided since, not resumed)
+    if status == "stalled" and _ending(run_id, why, await journal.read(run_id), False) is None:
+        return None  # it stopped otherwise: its lease is not taken (a frozen owner keeps it)
     with BriefHold(run_id, "being cancelled"):  # a resume meeting its lease waits it out
         lease = await _lease(journal, run_id)
         if lease is None:
@@ -71,6 +74,19 @@ async def cancel_paused(
             await journal.release(lease)
     _log.info("run %s was cancelled while paused for approval", run_id)
     return ended
+
+
+async def _status(journal: Journal, run_id: str) -> str:
+    """The run's status; ``running`` while a decision being recorded here holds its lease
+    (its journal lists it so for that moment): waited out, then read again."""
+    status = (await journal.get_run(run_id)).status
+    if status != "running":
+        return status
+    try:
+        await wait_brief_hold(run_id, LeaseHeld(f"run {run_id!r} is running"))
+    except LeaseHeld:
+        return status  # live (here or in another process), or held on: not paused
+    return (await journal.get_run(run_id)).status
 
 
 async def _lease(journal: Journal, run_id: str) -> Lease | None:

@@ -258,8 +258,13 @@ async def _get_run(s: Service, request: Request) -> Response:
 async def _cancel(s: Service, request: Request) -> Response:
     record = await s.record(request)
     cancelled = s.live().cancel(record.run_id)
-    if not cancelled and record.status == "paused":  # waits for approvals: no task to cancel
+    # No task to cancel: paused (waits for approvals), or stalled (maybe paused, its
+    # requests decided since, not resumed: cancel_paused tells). Its lease's write waits
+    # for the journal's lock at most the journal's own timeout, then a 503 (logged).
+    if not cancelled and record.status in ("paused", "stalled"):
         cancelled = await s.cancel_paused(record.run_id)
+        # A resume here that took the run's lease first: it is live now, cancel it
+        cancelled = cancelled or s.live().cancel(record.run_id)
     body: dict[str, object] = {"run_id": record.run_id, "cancelling": cancelled}
     if not cancelled and (top := s.top_here(record.run_id)) is not None:  # else unexplained
         body["detail"] = (

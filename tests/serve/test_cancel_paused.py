@@ -88,3 +88,28 @@ async def test_a_paused_run_of_a_service_without_a_journal_is_cancelled() -> Non
         late = await c.post(f"/approvals/{request['request_id']}", json={"decision": "approve"})
         assert late.status_code == 409, late.text
         assert "withdrawn: the run was cancelled" in late.json()["detail"]
+
+
+async def test_without_a_journal_a_paused_run_stays_undecided_and_is_cancelled() -> None:
+    # Without a journal a paused run cannot be resumed, so a decision on its requests is
+    # refused (409) and they stay pending: a paused run whose requests were all decided
+    # cannot arise here, and its cancel still finds what to withdraw.
+    shop = Shop()
+    async with (
+        serving(create_app(shop_team(shop, PLAN))) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        run_id = (await c.post("/runs?wait=true", json={"goal": "a refund"})).json()["run_id"]
+        (request,) = (await c.get("/approvals")).json()["approvals"]
+        path = f"/approvals/{request['request_id']}"
+        refused = await c.post(path, json={"decision": "approve"})
+        still = (await c.get("/approvals")).json()["approvals"]
+        listed = (await c.get(f"/runs/{run_id}")).json()["status"]
+        cancel = await c.post(f"/runs/{run_id}/cancel")
+        view = (await c.get(f"/runs/{run_id}")).json()
+    assert refused.status_code == 409, refused.text
+    assert [r["request_id"] for r in still] == [request["request_id"]]
+    assert listed == "paused"
+    assert cancel.json() == {"run_id": run_id, "cancelling": True}
+    assert view["status"] == "cancelled", view
+    assert shop.refunds == []

@@ -43,8 +43,13 @@ async def test_a_cancel_while_a_resume_starts_stops_the_run_as_it_starts(tmp_pat
 
                 tg.start_soon(resume)
                 with anyio.fail_after(20):  # a guard against a hang: it asserts below
-                    while not (await c.post(f"/runs/{run_id}/cancel")).json()["cancelling"]:
-                        pass  # until the resume has begun
+                    # Until the resume has begun (a read: the lock does not hold it). A
+                    # cancel before it would cancel the run as it waits (its requests
+                    # decided, not resumed): in its own lease's write, which the lock holds.
+                    while (await c.get(f"/runs/{run_id}")).json()["status"] != "running":
+                        pass
+                    cancel = await c.post(f"/runs/{run_id}/cancel")
+                    assert cancel.json() == {"run_id": run_id, "cancelling": True}
                     assert not resumed  # the run had not registered: the lock holds it
                     lock.execute("ROLLBACK")
         finally:
