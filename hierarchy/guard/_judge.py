@@ -17,6 +17,7 @@ from opentelemetry import trace
 from regiment.errors import BudgetExceeded, ModelError
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
+from regiment.hierarchy._in_flight import replied
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._nested_afford import waited
 from regiment.hierarchy._top_up import TopUps, afford
@@ -174,6 +175,7 @@ class judging_reply:  # lower case: used like a function, as ``judging_within``
 
     def __enter__(self) -> None:
         self._token = _UNPAID.set(self._usage)
+        replied(self._usage)  # the call came back: cut while judged, it is charged at this
 
     def __exit__(self, *exc: object) -> None:
         if self._token is not None:

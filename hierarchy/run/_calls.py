@@ -190,6 +190,8 @@ class PhaseCalls:
         if reply.token != self._token:
             return False
         self._scope = None
+        if self._watch is not None:  # charged as the planner takes it: watched no more
+            self._watch.accepted()
         return True
 
     def supersede(self) -> None:
@@ -277,6 +279,7 @@ class PhaseCalls:
                             purpose, ROLES[purpose], self._model_caller(purpose), request
                         ):
                             asked = await self._ask(purpose, request)
+                            watch.answered(asked[0].usage, asked[1])  # watched till taken
                     response, calls, unpaid = asked
                     reply = ModelReplied(
                         purpose, token, response, calls=calls, span=span, unpaid=unpaid
@@ -288,6 +291,8 @@ class PhaseCalls:
                 await deliver(reply)  # its span no longer current but open: the reply's plan
                 # is read meanwhile, and its steps go on the span
         finally:
+            if self._watch is not None:  # a reply the planner did not take is charged
+                self._watch.dropped()
             if span is not None:
                 span.end()
 
