@@ -13,11 +13,8 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable
-from contextvars import ContextVar, Token
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, final
 
-import anyio
 import msgspec
 
 from regiment.journal import ModelCallStarted
@@ -35,13 +32,11 @@ __all__ = (
     "charge_cut",
     "charge_lost",
     "charge_unanswered",
-    "CutWatch",
     "journal_intent",
     "holds_calls",
     "limits_spending",
     "most_spent",
     "planner_intents",
-    "replied",
     "Started",
     "StepCut",
     "step_cut",
@@ -261,103 +256,6 @@ def step_cut(ledger: BudgetLedger, assign: AssignStep, worker: str) -> StepCut |
         return None
     where = f"run {assign.run_id}: worker '{worker}', step {assign.step.id}"
     return StepCut(ledger.spent, where, worker)
-
-
-# The planner-side call watched in this task, if any (set while it is in flight): the
-# reply guards of its role tell it the reply came back (``replied``) before they judge it.
-_WATCHED: ContextVar[CutWatch | None] = ContextVar("regiment_cut_watch", default=None)
-
-
-def replied(usage: Usage) -> None:
-    """The planner-side call in flight in this task got its reply, which spent ``usage``
-    (its guards judge it next): cut from now on, it is charged at that, not at its most."""
-    watch = _WATCHED.get()
-    if watch is not None:
-        watch.got = (usage, 1)
-
-
-@final
-class CutWatch:
-    """A run's planner-side model call in flight (one at a time: its ``CallRunner`` runs
-    them back to back), charged if it is cut: by the planner as it supersedes or stops
-    it (``cut``, in its own task: before the run's result is made), or by a cancel from
-    outside (its block's exit). Cut before its reply came back, it is charged at its most
-    (``charge_cut``); after (its guards judged it, or it waited for the planner's turn
-    and the run wound down meanwhile), at what the reply said it spent. It is watched
-    until the planner takes its reply (``accepted``), or it is dropped (``dropped``)."""
-
-    __slots__ = ("_flying", "_reset", "_spent", "_where", "got")
-
-    def __init__(self, spent: Spent, where: str) -> None:
-        self._spent, self._where = spent, where
-        # the call in flight: its key, role, caller and request (its most worked out if cut)
-        self._flying: tuple[str, str, ModelCaller, ModelRequest] | None = None
-        # what its reply spent, in how many model calls, once it came back
-        self.got: tuple[Usage, int] | None = None
-        self._reset: Token[CutWatch | None] | None = None
-
-    def sent(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> CutWatch:
-        """Watch the call ``key`` of ``role`` about to be sent (``with``: while it runs)."""
-        self.dropped()  # one before it whose reply the planner never took (none, as a rule)
-        self._flying, self.got = (key, role, caller, request), None
-        return self
-
-    def __enter__(self) -> None:
-        self._reset = _WATCHED.set(self)
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._reset is not None:
-            _WATCHED.reset(self._reset)  # the task's context as it was: the runner reuses it
-            self._reset = None
-        if kind is None:
-            return  # answered: watched until the planner takes the reply (``answered``)
-        if issubclass(kind, anyio.get_cancelled_exc_class()):
-            self.cut()
-        self._flying = None  # failed: its error says what it spent
-
-    def answered(self, usage: Usage, calls: int) -> None:
-        """The call's reply came back, having spent ``usage`` in ``calls`` model calls."""
-        if self._flying is not None:
-            self.got = (usage, calls)
-
-    def accepted(self) -> None:
-        """The planner took the reply: charged with it, it is watched no more."""
-        self._flying = self.got = None
-
-    def dropped(self) -> None:
-        """The call's reply was handed to the planner, which did not take it (the run
-        winding down, the call superseded): charge it now, if nothing did."""
-        if self._flying is not None and self.got is not None:
-            self.cut()
-
-    def cut(self) -> None:
-        """The call in flight, if any, is cut: charge it at what its reply spent if it
-        came back, else at its most."""
-        if (flying := self._flying) is None:
-            return
-        got, self._flying, self.got = self.got, None, None
-        key, role, caller, request = flying
-        if got is None:
-            most = most_spent(caller, request)
-            started = ModelCallStarted(run_id="", call_key=key, role=role, most=most)
-            charge_cut(self._spent, started, f"{self._where}: {role}")
-            return
-        usage, calls = got
-        self._spent.charge(role, usage, model_calls=calls)
-        _log.info(
-            "%s: %s: the reply to its model call %s came back as the run wound down (or "
-            "the call was superseded), and was not used; its provider billed it, so the run "
-            "counts what it reported: %d tokens (%d input, %d output), $%.6f",
-            self._where,
-            role,
-            key,
-            usage.total_tokens,
-            usage.whole_input_tokens,
-            usage.output_tokens,
-            usage.micro_usd / _PER_MILLION,
-        )
 
 
 def _less(limit: int | None, used: int) -> int | None:

@@ -24,7 +24,8 @@ from regiment.actors import ActorContext
 from regiment.hierarchy._afford import refused_detail
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
-from regiment.hierarchy._in_flight import CutWatch, Started, holds_calls
+from regiment.hierarchy._cut_calls import CutWatch
+from regiment.hierarchy._in_flight import Started, holds_calls
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit

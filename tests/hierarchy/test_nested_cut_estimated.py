@@ -20,8 +20,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from regiment.hierarchy import Budget, Check, Planner, RunCompleted, RunResult, Team, Worker
-from regiment.hierarchy import TeamWorker
+from regiment.hierarchy import (
+    Budget,
+    Check,
+    Planner,
+    RunCompleted,
+    RunResult,
+    Team,
+    TeamWorker,
+    Worker,
+)
 from regiment.hierarchy._replay import Replay
 from regiment.journal import open_journal
 from regiment.models import AnthropicModel, ModelRequest, ModelSettings, Price, ScriptedModel
