@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from regiment.hierarchy._spent import Spent
     from regiment.hierarchy.guard._judge import JudgeCall, Purse
 
-__all__ = ("Charging", "CutWatch", "cut_charged", "judge_cut", "judge_done", "judge_sent", "replied")
+__all__ = (
+    "Charging",
+    "CutWatch",
+    "cut_charged",
+    "judge_cut",
+    "judge_done",
+    "judge_sent",
+    "replied",
+)
 
 _log = logging.getLogger("regiment.run")
 _PER_MILLION = 1_000_000

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, final
 
+import anyio
 import msgspec
 
 from regiment._json import JsonObject
@@ -140,7 +141,9 @@ class StepGuards:
                 unpaid = step_purse(assign.allowance, progress, pending=1, unpaid=response.usage)
                 with judging_within(unpaid, tape):
                     checked = await self.check_reply(response, step_id, progress)
-            except GuardrailError:  # a `fail_step` trip: the reply was billed all the same
+            except (GuardrailError, anyio.get_cancelled_exc_class()):
+                # a `fail_step` trip, or the step cut while its guards judged the reply:
+                # the reply was billed all the same (a cut step's report carries it)
                 _billed(progress, response)
                 raise
             if isinstance(checked, ModelResponse):
