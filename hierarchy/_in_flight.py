@@ -13,10 +13,8 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, final
 
-import anyio
 import msgspec
 
 from regiment.journal import ModelCallStarted
@@ -34,7 +32,6 @@ __all__ = (
     "charge_cut",
     "charge_lost",
     "charge_unanswered",
-    "CutWatch",
     "journal_intent",
     "holds_calls",
     "limits_spending",
@@ -259,46 +256,6 @@ def step_cut(ledger: BudgetLedger, assign: AssignStep, worker: str) -> StepCut |
         return None
     where = f"run {assign.run_id}: worker '{worker}', step {assign.step.id}"
     return StepCut(ledger.spent, where, worker)
-
-
-@final
-class CutWatch:
-    """A run's planner-side model call in flight (one at a time: its ``CallRunner`` runs
-    them back to back), charged at its most (``charge_cut``) if it is cut: by the
-    planner as it supersedes or stops it (``cut``, in its own task: before the run's
-    result is made), or by a cancel from outside (its block's exit)."""
-
-    __slots__ = ("_flying", "_spent", "_where")
-
-    def __init__(self, spent: Spent, where: str) -> None:
-        self._spent, self._where = spent, where
-        # the call in flight: its key, role, caller and request (its most worked out if cut)
-        self._flying: tuple[str, str, ModelCaller, ModelRequest] | None = None
-
-    def sent(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> CutWatch:
-        """Watch the call ``key`` of ``role`` about to be sent (``with``: while it runs)."""
-        self._flying = (key, role, caller, request)
-        return self
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if kind is not None and issubclass(kind, anyio.get_cancelled_exc_class()):
-            self.cut()
-        self._flying = None  # answered (or failed: its error says what it spent)
-
-    def cut(self) -> None:
-        """The call in flight, if any, is cut: charge it at its most."""
-        if (flying := self._flying) is not None:
-            self._flying = None
-            key, role, caller, request = flying
-            started = ModelCallStarted(
-                run_id="", call_key=key, role=role, most=most_spent(caller, request)
-            )
-            charge_cut(self._spent, started, f"{self._where}: {role}")
 
 
 def _less(limit: int | None, used: int) -> int | None:

@@ -142,6 +142,9 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
     error_type: str | None = None
     guardrails: tuple[GuardNote, ...] = ()
     fatal: bool = False
+    # Of ``usage``, what is an estimate: a nested run's calls cut in flight, charged at
+    # their most (its ``RunResult.estimated_usage``); its run above adds it to its own.
+    estimated: Usage = Usage()
 
     def tool_result(self, tool: str) -> JsonValue:
         """The content of the last successful call of ``tool`` in this step.

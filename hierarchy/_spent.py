@@ -61,6 +61,11 @@ class Spent:
         self.charge(role, most, model_calls=1)
         self.estimated = self.estimated + most
 
+    def count_estimated(self, part: Usage) -> None:
+        """Of what was charged already (a nested run's step report), ``part`` is an
+        estimate: its cut calls, charged there at their most."""
+        self.estimated = self.estimated + part
+
     def by_role(self) -> dict[str, Usage]:
         """What each role has used, in the order the roles first spent."""
         return {

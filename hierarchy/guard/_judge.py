@@ -12,13 +12,24 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeAlias, final
 
 import msgspec
+from anyio import get_cancelled_exc_class
 from opentelemetry import trace
 
 from regiment.errors import BudgetExceeded, ModelError
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
+from regiment.hierarchy._cut_calls import (
+    Charging,
+    cut_charged,
+    judge_cut,
+    judge_done,
+    judge_sent,
+    replied,
+)
+from regiment.hierarchy._in_flight import holds_calls
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._nested_afford import waited
+from regiment.hierarchy._spent import Spent
 from regiment.hierarchy._top_up import TopUps, afford
 from regiment.models import (
     Model,
@@ -174,6 +185,7 @@ class judging_reply:  # lower case: used like a function, as ``judging_within``
 
     def __enter__(self) -> None:
         self._token = _UNPAID.set(self._usage)
+        replied(self._usage)  # the call came back: cut while judged, it is charged at this
 
     def __exit__(self, *exc: object) -> None:
         if self._token is not None:
@@ -250,9 +262,10 @@ def ledger_purse(ledger: BudgetLedger, pending: int = 0, top_ups: TopUps | None 
             room = max(1, paid if room is None else min(room, paid))
         return room
 
+    spent = ledger.spent if holds_calls(ledger.budget) else None  # a cut call's
     if top_ups is None or top_ups.above is None:
-        return left
-    return _NestedPurse(left, ledger, top_ups)
+        return left if spent is None else cut_charged(left, spent)
+    return _NestedPurse(left, ledger, top_ups, spent)
 
 
 @final
@@ -260,10 +273,13 @@ class _NestedPurse:
     """A nested run's purse: a judge call it refuses may wait for the run above to give
     back (``more``), as the nested run's own calls do (``_nested_afford.waited``)."""
 
-    __slots__ = ("_ledger", "_left", "_top_ups")
+    __slots__ = ("_ledger", "_left", "_top_ups", "spent")
 
-    def __init__(self, left: Purse, ledger: BudgetLedger, top_ups: TopUps) -> None:
+    def __init__(
+        self, left: Purse, ledger: BudgetLedger, top_ups: TopUps, spent: Spent | None
+    ) -> None:
         self._left, self._ledger, self._top_ups = left, ledger, top_ups
+        self.spent = spent  # charged with a judge call cut in flight, if any
 
     def __call__(
         self, request: ModelRequest, made: Sequence[ModelResponse], call: JudgeCall
@@ -313,17 +329,36 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
                 raise
     if tape is not None and key is not None:
         await tape.begun(key, spend.role, caller, request)
+    # inside a planner-side call: watched with it (cut with it, charged with it)
+    watched = judge_sent(key or f"guard/{spend.guard}", spend.role, caller, request)
     try:
         response = await caller.call(request)
+    except get_cancelled_exc_class():  # cut in flight: billed all the same
+        if watched is None:
+            _cut(spend, key, caller, request)
+        else:
+            judge_done(watched, cut=True)
+        raise
     except ModelError as exc:  # a refused reply, a broken stream: billed all the same
+        judge_done(watched)
         if exc.usage is not None:  # charged as replies: one model call each
             spend.responses.append(_failed(exc.usage))
             spend.responses.extend(_failed(Usage()) for _ in range(exc.model_calls - 1))
         raise
+    judge_done(watched)
     spend.responses.append(response)
     if tape is not None and key is not None:
         await tape.record(key, response)
     return response
+
+
+def _cut(spend: Spend, key: str | None, caller: ModelCaller, request: ModelRequest) -> None:
+    """A judge call cut in flight: its run (in this process) charges it at its most, to
+    the role whose call its guard judged, if its purse says where (``cut_charged``)."""
+    purse = _PURSE.get()
+    spent = purse.spent if isinstance(purse, (Charging, _NestedPurse)) else None
+    if spent is not None:
+        judge_cut(spent, key or f"guard/{spend.guard}", spend.role, caller, request)
 
 
 def _held(caller: ModelCaller, request: ModelRequest, spend: Spend, who: JudgeCall) -> ModelRequest:

@@ -10,11 +10,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, final
 
+import anyio
 import msgspec
 
 from regiment._json import JsonObject
 from regiment.errors import GuardrailError
 from regiment.hierarchy._budget import over_allowance
+from regiment.hierarchy._cut_calls import cut_charged
+from regiment.hierarchy._in_flight import holds_calls
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._top_up import reply_room
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
@@ -138,7 +141,9 @@ class StepGuards:
                 unpaid = step_purse(assign.allowance, progress, pending=1, unpaid=response.usage)
                 with judging_within(unpaid, tape):
                     checked = await self.check_reply(response, step_id, progress)
-            except GuardrailError:  # a `fail_step` trip: the reply was billed all the same
+            except (GuardrailError, anyio.get_cancelled_exc_class()):
+                # a `fail_step` trip, or the step cut while its guards judged the reply:
+                # the reply was billed all the same (a cut step's report carries it)
                 _billed(progress, response)
                 raise
             if isinstance(checked, ModelResponse):
@@ -360,7 +365,12 @@ def step_purse(
         out = over_allowance(held, calls, usage, request, "the judge call", rates)
         return out if out is not None else reply_room(held, usage, request, rates)
 
-    return left
+    # in the run's process: its judge calls cut in flight are charged to it, as the
+    # step's own are (``StepCut``), under a budget that holds them
+    ledger = None if progress.fence is None else progress.fence.top_ups.ledger
+    if ledger is None or not holds_calls(ledger.budget):
+        return left
+    return cut_charged(left, ledger.spent)
 
 
 def _warned(progress: StepProgress) -> set[tuple[str, str]]:

@@ -355,6 +355,8 @@ def _arrived(book: RunBook, change: ReportArrived) -> None:
     if (ledger := spending.ledger).reserved:  # none with no limit (BudgetLedger.free)
         ledger.release((r.plan_version, r.step_id, r.attempt))
     ledger.spent.charge(r.worker, r.usage, r.model_calls, r.tool_calls)
+    if r.estimated != _NOTHING:  # a nested run's calls cut in flight (at their most)
+        ledger.spent.count_estimated(r.estimated)
     # Whatever the report's version; none when no reader follows the run (its caller left),
     # as the step's own end is told to none (``Verifier.at_end``).
     if (r.tool_outcomes or r.guardrails) and not change.quiet:

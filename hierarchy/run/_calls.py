@@ -24,7 +24,8 @@ from regiment.actors import ActorContext
 from regiment.hierarchy._afford import refused_detail
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._clock import RunClock
-from regiment.hierarchy._in_flight import CutWatch, Started, holds_calls
+from regiment.hierarchy._cut_calls import CutWatch
+from regiment.hierarchy._in_flight import Started, holds_calls
 from regiment.hierarchy._live_events import LiveChannel, live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
@@ -190,6 +191,8 @@ class PhaseCalls:
         if reply.token != self._token:
             return False
         self._scope = None
+        if self._watch is not None:  # charged as the planner takes it: watched no more
+            self._watch.accepted()
         return True
 
     def supersede(self) -> None:
@@ -277,6 +280,7 @@ class PhaseCalls:
                             purpose, ROLES[purpose], self._model_caller(purpose), request
                         ):
                             asked = await self._ask(purpose, request)
+                            watch.answered(asked[0].usage, asked[1])  # watched till taken
                     response, calls, unpaid = asked
                     reply = ModelReplied(
                         purpose, token, response, calls=calls, span=span, unpaid=unpaid
@@ -288,6 +292,8 @@ class PhaseCalls:
                 await deliver(reply)  # its span no longer current but open: the reply's plan
                 # is read meanwhile, and its steps go on the span
         finally:
+            if self._watch is not None:  # a reply the planner did not take is charged
+                self._watch.dropped()
             if span is not None:
                 span.end()
 

@@ -35,6 +35,9 @@ class StepProgress:
     """
 
     usage: Usage = _NO_USAGE  # frozen: shared, not made once a step
+    # Of ``usage``, what is an estimate (a step served by a nested run: its calls cut
+    # in flight, charged at their most); set only by such a step.
+    estimated: Usage = _NO_USAGE
     model_calls: int = 0
     tool_calls: int = 0
     last_text: str = ""
@@ -166,6 +169,8 @@ class StepProgress:
             refused_tool_calls=self.refused_tool_calls,
             guardrails=tuple(self.guard_notes),
         )
+        if self.estimated is not _NO_USAGE:  # a nested run's estimate (it set one)
+            report = replace(report, estimated=self.estimated)
         if error is None and exhausted is None and error_type is None and not fatal:
             return report
         return replace(report, error=error, exhausted=exhausted, error_type=error_type, fatal=fatal)

@@ -219,6 +219,8 @@ def _cluster_lost(team: str, error: BaseException) -> ClusterLost:
 def _absorb(progress: StepProgress, result: RunResult) -> None:
     """Carry the child run's spend and facts into the step's progress."""
     progress.usage = result.usage
+    # of it, what the child run charged at the most (its calls cut in flight): an estimate
+    progress.estimated = result.estimated_usage
     progress.model_calls = result.model_calls
     progress.tool_calls = result.tool_calls
     progress.last_text = result.answer

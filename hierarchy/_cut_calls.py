@@ -1,0 +1,206 @@
+"""Model calls cut in flight in a live run, charged as their providers bill them.
+
+A run's planner-side call is watched (``CutWatch``) from its send until the planner takes
+its reply, and with it the judge calls its guards make meanwhile (``judge_sent``); a
+step's guards' judge calls are charged through their purse (``cut_charged``). Each cut
+call is charged at what its reply reported, if one came back, else at its most
+(``_in_flight.charge_cut``: an estimate).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import TYPE_CHECKING, final
+
+import anyio
+
+from regiment.hierarchy._in_flight import charge_cut, most_spent
+from regiment.journal import ModelCallStarted
+from regiment.models import ModelRequest, ModelResponse, Usage
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._budget import BudgetLimit
+    from regiment.hierarchy._model_call import ModelCaller
+    from regiment.hierarchy._spent import Spent
+    from regiment.hierarchy.guard._judge import JudgeCall, Purse
+
+__all__ = (
+    "Charging",
+    "CutWatch",
+    "cut_charged",
+    "judge_cut",
+    "judge_done",
+    "judge_sent",
+    "replied",
+)
+
+_log = logging.getLogger("regiment.run")
+_PER_MILLION = 1_000_000
+
+
+# The planner-side call watched in this task, if any (set while it is in flight): the
+# reply guards of its role tell it the reply came back (``replied``) before they judge it.
+_WATCHED: ContextVar[CutWatch | None] = ContextVar("regiment_cut_watch", default=None)
+
+
+def replied(usage: Usage) -> None:
+    """The planner-side call in flight in this task got its reply, which spent ``usage``
+    (its guards judge it next): cut from now on, it is charged at that, not at its most."""
+    watch = _WATCHED.get()
+    if watch is not None:
+        watch.got = (usage, 1)
+
+
+def judge_sent(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> object:
+    """A guard's judge call is sent from inside the planner-side call watched in this
+    task, if any: watched with it (cut with it, it is charged at its most too). What to
+    give ``judge_done`` as it ends (``None``: no call is watched here)."""
+    watch = _WATCHED.get()
+    if watch is None:
+        return None
+    judge = (key, role, caller, request)
+    watch.judges.append(judge)
+    return judge
+
+
+def judge_done(judge: object, *, cut: bool = False) -> None:
+    """The judge call ``judge_sent`` watched has ended (``cut``: cut in flight, by a
+    cancel from outside: charged at its most now, unless its watch's cut charged it)."""
+    watch = _WATCHED.get()
+    if watch is None or judge is None:
+        return
+    for i, watched in enumerate(watch.judges):
+        if watched is judge:
+            del watch.judges[i]
+            if cut:
+                watch.judge_cut(watched)
+            return
+
+
+@final
+class CutWatch:
+    """A run's planner-side model call in flight (one at a time: its ``CallRunner`` runs
+    them back to back), charged if it is cut: by the planner as it supersedes or stops
+    it (``cut``, in its own task: before the run's result is made), or by a cancel from
+    outside (its block's exit). Cut before its reply came back, it is charged at its most
+    (``charge_cut``); after (its guards judged it, or it waited for the planner's turn
+    and the run wound down meanwhile), at what the reply said it spent. It is watched
+    until the planner takes its reply (``accepted``), or it is dropped (``dropped``)."""
+
+    __slots__ = ("_flying", "_reset", "_spent", "_where", "got", "judges")
+
+    def __init__(self, spent: Spent, where: str) -> None:
+        self._spent, self._where = spent, where
+        # the call in flight: its key, role, caller and request (its most worked out if cut)
+        self._flying: tuple[str, str, ModelCaller, ModelRequest] | None = None
+        # what its reply spent, in how many model calls, once it came back
+        self.got: tuple[Usage, int] | None = None
+        self._reset: Token[CutWatch | None] | None = None
+        # its guards' judge calls in flight (key, role, caller, request): cut with it
+        self.judges: list[tuple[str, str, ModelCaller, ModelRequest]] = []
+
+    def sent(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> CutWatch:
+        """Watch the call ``key`` of ``role`` about to be sent (``with``: while it runs)."""
+        self.dropped()  # one before it whose reply the planner never took (none, as a rule)
+        self._flying, self.got = (key, role, caller, request), None
+        return self
+
+    def __enter__(self) -> None:
+        self._reset = _WATCHED.set(self)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._reset is not None:
+            _WATCHED.reset(self._reset)  # the task's context as it was: the runner reuses it
+            self._reset = None
+        if kind is None:
+            return  # answered: watched until the planner takes the reply (``answered``)
+        if issubclass(kind, anyio.get_cancelled_exc_class()):
+            self.cut()
+        self._flying = None  # failed: its error says what it spent
+
+    def answered(self, usage: Usage, calls: int) -> None:
+        """The call's reply came back, having spent ``usage`` in ``calls`` model calls."""
+        if self._flying is not None:
+            self.got = (usage, calls)
+
+    def accepted(self) -> None:
+        """The planner took the reply: charged with it, it is watched no more."""
+        self._flying = self.got = None
+
+    def dropped(self) -> None:
+        """The call's reply was handed to the planner, which did not take it (the run
+        winding down, the call superseded): charge it now, if nothing did."""
+        if self._flying is not None and self.got is not None:
+            self.cut()
+
+    def judge_cut(self, judge: tuple[str, str, ModelCaller, ModelRequest]) -> None:
+        """A judge call of the watched call's guards was cut in flight: charge it at its most."""
+        key, role, caller, request = judge
+        most = most_spent(caller, request)
+        started = ModelCallStarted(run_id="", call_key=key, role=role, most=most)
+        charge_cut(self._spent, started, f"{self._where}: {role}: a guardrail's judge")
+
+    def cut(self) -> None:
+        """The call in flight, if any, is cut: charge it at what its reply spent if it
+        came back, else at its most; and its guards' judge calls in flight at their most."""
+        while self.judges:
+            self.judge_cut(self.judges.pop())
+        if (flying := self._flying) is None:
+            return
+        got, self._flying, self.got = self.got, None, None
+        key, role, caller, request = flying
+        if got is None:
+            most = most_spent(caller, request)
+            started = ModelCallStarted(run_id="", call_key=key, role=role, most=most)
+            charge_cut(self._spent, started, f"{self._where}: {role}")
+            return
+        usage, calls = got
+        self._spent.charge(role, usage, model_calls=calls)
+        _log.info(
+            "%s: %s: the reply to its model call %s came back as the run wound down (or "
+            "the call was superseded), and was not used; its provider billed it, so the run "
+            "counts what it reported: %d tokens (%d input, %d output), $%.6f",
+            self._where,
+            role,
+            key,
+            usage.total_tokens,
+            usage.whole_input_tokens,
+            usage.output_tokens,
+            usage.micro_usd / _PER_MILLION,
+        )
+
+
+@final
+class Charging:
+    """A purse whose run charges its judge calls cut in flight (``cut_charged``)."""
+
+    __slots__ = ("_left", "spent")
+
+    def __init__(self, left: Purse, spent: Spent) -> None:
+        self._left, self.spent = left, spent
+
+    def __call__(
+        self, request: ModelRequest, made: Sequence[ModelResponse], call: JudgeCall
+    ) -> tuple[BudgetLimit, str] | int | None:
+        return self._left(request, made, call)
+
+
+def cut_charged(purse: Purse, spent: Spent) -> Purse:
+    """``purse``, whose judge calls cut in flight (their step or run cut: a replan, a
+    cancel, the wall clock) are charged to ``spent`` (the run's, in its process) at their
+    most, as the run's other calls cut so are (``charge_cut``)."""
+    return Charging(purse, spent)
+
+
+def judge_cut(
+    spent: Spent, key: str, role: str, caller: ModelCaller, request: ModelRequest
+) -> None:
+    """A guard's judge call ``key``, judging ``role``'s call, was cut in flight: charge
+    ``spent`` with it at its most."""
+    started = ModelCallStarted(run_id="", call_key=key, role=role, most=most_spent(caller, request))
+    charge_cut(spent, started, f"{role}: a guardrail's judge")
