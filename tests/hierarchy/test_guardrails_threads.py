@@ -58,7 +58,9 @@ async def test_a_steps_timeout_does_not_wait_for_its_blocking_guard() -> None:
 
     till = Till()
     try:
-        outcome, _ = await run(make_team(till, brain(), worker_guards=[stuck], step_timeout=STEP_TIMEOUT))
+        outcome, _ = await run(
+            make_team(till, brain(), worker_guards=[stuck], step_timeout=STEP_TIMEOUT)
+        )
         assert started.is_set(), "the step timed out before its guard ran"
         assert not finished.is_set()  # the run ended while the guard still blocked
     finally:
