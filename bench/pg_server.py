@@ -46,6 +46,10 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class _PortTaken(RuntimeError):
+    """The server could not bind its port: another process holds it."""
+
+
 class PostgresServer:
     """One server; ``url`` reaches its ``postgres`` database as the ``postgres`` user."""
 
@@ -80,15 +84,12 @@ class PostgresServer:
             entry = pwd.getpwnam("postgres")
             os.chown(self.directory, entry.pw_uid, entry.pw_gid)
         self._run(self._initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
-        log = self.directory / "server.log"
         for attempt in range(1, 6):
-            written = log.stat().st_size if log.exists() else 0
             try:
-                self.start_again()
+                self._start_once()
                 return
-            except RuntimeError:
-                said = log.read_bytes()[written:] if log.exists() else b""
-                if attempt == 5 or b"Address already in use" not in said:
+            except _PortTaken:
+                if attempt == 5:
                     raise
             self.port = _free_port()
 
@@ -97,15 +98,52 @@ class PostgresServer:
         ``start_again``, as a restart or a fail-over leaves it meanwhile."""
         self._run(self._pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "-t", "20", "stop")
 
-    def start_again(self) -> None:
-        """Start the server on its data directory and port, and wait until it accepts."""
+    def start_again(self, *, port_wait: float = 30.0) -> None:
+        """Start the server on its data directory and port, and wait until it accepts. Its
+        clients know it by that port, so it cannot move: while another process holds the
+        port (bound it while the server was down), it tries again every quarter second for
+        up to ``port_wait`` seconds, then raises ``RuntimeError`` naming the port."""
+        deadline = time.monotonic() + port_wait
+        while True:
+            try:
+                self._start_once()
+                return
+            except _PortTaken as taken:
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(
+                        f"PostgreSQL could not start again on port {self.port}: another "
+                        f"process still held it after {port_wait:g}s of retries (its clients "
+                        f"reach it there, so it cannot move); see who holds it with "
+                        f"`ss -ltnp 'sport = :{self.port}'` and stop that process"
+                    ) from taken
+            time.sleep(0.25)
+
+    def _start_once(self) -> None:
+        """``pg_ctl start`` once; ``_PortTaken`` when its port was in use."""
         options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
         if not self._fsync:
             options += " -c fsync=off -c synchronous_commit=off"
-        log = str(self.directory / "server.log")
-        self._run(
-            self._pg_ctl, "-D", str(self.data), "-l", log, "-w", "-t", "60", "-o", options, "start"
-        )
+        log = self.directory / "server.log"
+        written = log.stat().st_size if log.exists() else 0
+        try:
+            self._run(
+                self._pg_ctl,
+                "-D",
+                str(self.data),
+                "-l",
+                str(log),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                options,
+                "start",
+            )
+        except RuntimeError as failed:
+            said = log.read_bytes()[written:] if log.exists() else b""
+            if b"Address already in use" in said:
+                raise _PortTaken(f"port {self.port} is in use: {failed}") from failed
+            raise
         self._pid = int((self.data / "postmaster.pid").read_text().split()[0])
 
     def stop(self) -> None:

@@ -392,9 +392,12 @@ async def test_a_step_out_of_its_token_share_lets_its_siblings_finish() -> None:
 @pytest.mark.anyio
 async def test_the_wall_clock_cuts_siblings_left_to_finish() -> None:
     # The light steps never answer: the heavy one, short of tokens, waits for them to
-    # give back their shares, and the wall clock cuts all three (none hangs).
+    # give back their shares, and the wall clock cuts all three (none hangs). The clock
+    # leaves room to plan and start them on a loaded machine (0.5 s could run out while
+    # planning: a partial run of no steps); the three then wait for good, so it runs out
+    # while they wait.
     heavy = Heavy(light=2, opens=False)
-    result = await heavy.team(Budget(tokens=4_000, wall_clock=0.5)).run("go")
+    result = await heavy.team(Budget(tokens=4_000, wall_clock=2)).run("go")
     assert (result.status, result.budget_exhausted) == ("partial", "wall_clock")
     statuses = {r.step_id: r.status for r in result.steps}
     # (the heavy one ends budget_exhausted if the clock's end wakes it before its cut)

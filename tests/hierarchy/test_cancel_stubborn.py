@@ -174,8 +174,9 @@ async def test_a_tool_that_ignores_the_cancel_is_given_up_after_the_grace(swallo
     model = ScriptedModel(brain)
     worker = Worker(name="w", description="w", model=model, tools=[shielded.tool], cancel_grace=0.1)
     team = Team(
-        name="t", planner=Planner(model=model), workers=[worker], budget=Budget(wall_clock=0.1)
-    )
+        name="t", planner=Planner(model=model), workers=[worker], budget=Budget(wall_clock=2)
+    )  # room to reach the tool on a loaded machine (0.1 s could end the run before it),
+    # where it holds until released: the wall clock runs out while it waits
     async with _given_up() as log, team.start() as running:
         result = await running.run("goal")  # before the tool has stopped
         shielded.release.set()  # now it may: the team's stop waits for it

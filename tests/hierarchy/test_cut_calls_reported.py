@@ -117,12 +117,17 @@ class Till:
 
 async def test_a_step_timeout_reports_the_call_it_cut_mid_body() -> None:
     finished: list[ToolCallFinished] = []
-    async with Till().team(step_timeout=0.05).start() as running:
+    # The timeout leaves the step room to reach its charge on a loaded machine (0.05 s
+    # could fire first: no call cut, so none to report); once there, the charge hangs
+    # for good, so the timeout fires while it waits.
+    till = Till()
+    async with till.team(step_timeout=2).start() as running:
         async with running.stream("charge order 7") as events:
             async for event in events:
                 if isinstance(event, ToolCallFinished):
                     finished.append(event)
         ending = events.ending
+    assert till.charged.is_set(), "the step timed out before its charge ran"
     assert isinstance(ending, RunCompleted)
     result = ending.result
     (step,) = [s for s in result.steps if s.step_id == "s1"]

@@ -19,6 +19,11 @@ pytestmark = pytest.mark.anyio
 # How long a blocked guard waits before it gives up: only ever reached when a guard
 # blocks the event loop (the old behaviour), so the test fails instead of hanging.
 GIVE_UP = 10.0
+# The step's timeout: room for the step to reach its guard on a loaded machine (0.2 s
+# was not always: the timeout fired before the guard ran, and the test waited GIVE_UP
+# for a guard that never started). Once there, the guard blocks until the run is over,
+# so the timeout fires while it waits.
+STEP_TIMEOUT = 2.0
 
 
 async def test_a_blocking_sync_guard_holds_no_other_step_up() -> None:
@@ -43,16 +48,20 @@ async def test_a_blocking_sync_guard_holds_no_other_step_up() -> None:
 
 
 async def test_a_steps_timeout_does_not_wait_for_its_blocking_guard() -> None:
-    gate, finished = threading.Event(), threading.Event()
+    started, gate, finished = threading.Event(), threading.Event(), threading.Event()
 
     def stuck(subject: ToolCallSubject) -> Outcome:
-        gate.wait(GIVE_UP)
+        started.set()
+        gate.wait(GIVE_UP + STEP_TIMEOUT)
         finished.set()
         return Pass()
 
     till = Till()
     try:
-        outcome, _ = await run(make_team(till, brain(), worker_guards=[stuck], step_timeout=0.2))
+        outcome, _ = await run(
+            make_team(till, brain(), worker_guards=[stuck], step_timeout=STEP_TIMEOUT)
+        )
+        assert started.is_set(), "the step timed out before its guard ran"
         assert not finished.is_set()  # the run ended while the guard still blocked
     finally:
         gate.set()

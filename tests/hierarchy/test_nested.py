@@ -275,7 +275,10 @@ async def test_leaving_the_parent_block_mid_child_run_leaves_no_tasks() -> None:
 
 async def test_a_team_worker_s_step_timeout_stops_the_child_run_and_reports_timed_out() -> None:
     """As a ``Worker``'s: the step ends ``timed_out``, and the child run really stops
-    (its hung step is cancelled, its run span ends cancelled, no task is left)."""
+    (its hung step is cancelled, its run span ends cancelled, no task is left). The
+    timeout leaves the child run room to reach its hung step on a loaded machine (with
+    0.2 s it could fire first, and nothing of the child was cut); once there, the step
+    hangs for good, so the timeout fires while it waits."""
     dig = Hang()
     child_brain = Brain([plan_json({"description": "dig forever"})], work=dig)
     parent_brain = Brain([plan_json({"description": "delegate", "worker": "research"})])
@@ -284,16 +287,17 @@ async def test_a_team_worker_s_step_timeout_stops_the_child_run_and_reports_time
     team = Team(
         name="parent",
         planner=Planner(model=ScriptedModel(parent_brain)),
-        workers=[TeamWorker(name="research", description="d", team=child, step_timeout=0.2)],
+        workers=[TeamWorker(name="research", description="d", team=child, step_timeout=2)],
         telemetry=telemetry,
     )
     before = busy_tasks()
     async with team.start() as running, running.stream("goal") as stream:
         events = [event async for event in stream]
+    assert dig.started.is_set(), "the step timed out before the child's step started"
     assert dig.cancelled == ["dig forever"]  # the child's own step was cut
     (errored,) = [e for e in events if isinstance(e, StepErrored)]
     assert (errored.step_id, errored.worker, errored.status) == ("s1", "research", "timed_out")
-    assert "step_timeout of 0.2s" in errored.error
+    assert "step_timeout of 2s" in errored.error
     closing = events[-1]
     assert isinstance(closing, RunFailed)
     assert busy_tasks() == before

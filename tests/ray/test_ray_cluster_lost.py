@@ -20,7 +20,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -64,14 +63,16 @@ def own_cluster() -> Iterator[tuple[str, str]]:
     """A one-node Ray of this test's own: its GCS address and its temporary directory
     (every head process names it; the test stops them, and this ends what is left).
     Its ledger is in that directory."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     temp = tempfile.mkdtemp(prefix="rg-lost-")  # short: Ray's socket paths must stay short
-    command = [str(_RAY), "start", "--head", f"--port={port}", "--num-cpus=1"]
+    # --port=0: the GCS takes a free port itself and `ray start` names it (a port bound
+    # and closed here first could be taken meanwhile by another test's server).
+    command = [str(_RAY), "start", "--head", "--port=0", "--num-cpus=1"]
     command += ["--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"]
     env = _env(f"{temp}/ledger.jsonl")
-    subprocess.run(command, env=env, check=True, capture_output=True, timeout=120)
+    started = subprocess.run(command, env=env, check=True, capture_output=True, timeout=120)
+    named = re.search(r"ray start --address='\S+:(\d+)'", started.stdout.decode())
+    assert named, started.stdout.decode()[-3000:] + started.stderr.decode()[-3000:]
+    port = int(named[1])
     try:
         yield f"127.0.0.1:{port}", temp
     finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -128,12 +127,12 @@ def test_workers_ray_under_trio_is_a_usage_error() -> None:
     )
 
 
-def test_regiment_run_workers_ray_at_an_address_nothing_answers_is_a_usage_error() -> None:
+def test_regiment_run_workers_ray_at_an_address_nothing_answers_is_a_usage_error(
+    refused_port: int,
+) -> None:
     # ray.init waited minutes for a GCS that is not there: a cluster not started yet, or
     # the resume of a run whose cluster went away, started before the cluster was back.
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]  # closed again: nothing listens there
+    port = refused_port  # held bound, never listened on: nothing answers there
     done = _run_on_ray(f"127.0.0.1:{port}")
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.splitlines()[-1] == (
