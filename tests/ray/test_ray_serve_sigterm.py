@@ -36,7 +36,9 @@ def test_a_sigterm_while_a_ray_team_starts_is_a_clean_stop(command: str, tmp_pat
     argv = [sys.executable, "-m", "regiment", command, str(team), "--model", "scripted"]
     argv += ["--port", port] if command == "serve" else ["--http", port]
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "RAY_ADDRESS": "local", "PYTHONPATH": path}
+    # its own journal: not the repository's .regiment/ (shared by whatever else runs there)
+    journal = str(tmp_path / "journal.db")
+    env = {**os.environ, "RAY_ADDRESS": "local", "PYTHONPATH": path, "REGIMENT_JOURNAL": journal}
     with subprocess.Popen(
         argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     ) as child:
