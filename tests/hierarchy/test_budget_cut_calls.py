@@ -19,42 +19,29 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from regiment.hierarchy import Budget, Check, Planner, RunCompleted, RunResult, Team, Worker
 from regiment.hierarchy._replay import Replay
 from regiment.journal import open_journal
 from regiment.models import (
-    AnthropicModel,
     ModelRequest,
-    ModelSettings,
-    Price,
     ScriptedModel,
     Usage,
     priced,
 )
 
-from ..models import messages_api
-from ..models.standin import Reply, StandIn, serve
+from ..models.standin import StandIn
+from .held_call import CLAUDE, FREE, USD, api, held_model, until_held
 
 pytestmark = pytest.mark.anyio
 
-CLAUDE = Price(input=3.0, output=15.0)
-FREE = Price(input=0.0, output=0.0)  # the scripted roles cost nothing
-USD = 0.05
+__all__ = ("api",)  # the fixture: a stand-in that holds its first call
+
 # What the stand-in bills a request, at the least: the usage an answered one reports.
 BILLED = priced(Usage(input_tokens=11, output_tokens=7), CLAUDE).micro_usd
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[StandIn]:
-    async for server in serve(messages_api.message([{"type": "text", "text": "held"}])):
-        server.queue(Reply(200, {}, hold=True))  # the first call is never answered
-        yield server
 
 
 class Desk:
@@ -80,21 +67,10 @@ class Desk:
 
     async def held(self) -> None:
         """Until the stand-in holds ``s1``'s call."""
-        with anyio.fail_after(30):
-            while not self.api.requests:
-                self.api.received = anyio.Event()
-                await self.api.received.wait()
+        await until_held(self.api)
 
     def team(self, *, stream: bool = False) -> Team:
-        slow = AnthropicModel(
-            "claude-test-1",
-            api_key="k",
-            base_url=self.api.base_url,
-            stream=stream,
-            max_retries=0,
-            price=CLAUDE,
-            settings=ModelSettings(max_tokens=200),
-        )
+        slow = held_model(self.api.base_url, stream=stream)
         scripted = ScriptedModel(self.brain, price=FREE)
         return Team(
             name="desk",
@@ -190,15 +166,7 @@ def _writer(api: StandIn, budget: Budget) -> Team:
         return "drafted"
 
     scripted = ScriptedModel(brain, price=FREE)
-    held = AnthropicModel(
-        "claude-test-1",
-        api_key="k",
-        base_url=api.base_url,
-        stream=False,
-        max_retries=0,
-        price=CLAUDE,
-        settings=ModelSettings(max_tokens=200),
-    )
+    held = held_model(api.base_url)
     return Team(
         name="writer",
         planner=Planner(model=scripted, synthesizer_model=held),

@@ -14,10 +14,8 @@ holds its call (it never answers); the top run cuts it by a replan, or by its ca
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from regiment.hierarchy import (
@@ -32,23 +30,14 @@ from regiment.hierarchy import (
 )
 from regiment.hierarchy._replay import Replay
 from regiment.journal import open_journal
-from regiment.models import AnthropicModel, ModelRequest, ModelSettings, Price, ScriptedModel
+from regiment.models import ModelRequest, ScriptedModel
 
-from ..models import messages_api
-from ..models.standin import Reply, StandIn, serve
+from ..models.standin import StandIn
+from .held_call import FREE, USD, api, held_model, until_held
 
 pytestmark = pytest.mark.anyio
 
-CLAUDE = Price(input=3.0, output=15.0)
-FREE = Price(input=0.0, output=0.0)
-USD = 0.05
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[StandIn]:
-    async for server in serve(messages_api.message([{"type": "text", "text": "held"}])):
-        server.queue(Reply(200, {}, hold=True))  # the nested worker's call: never answered
-        yield server
+__all__ = ("api",)  # the fixture: a stand-in that holds its first call
 
 
 class Nest:
@@ -77,21 +66,10 @@ class Nest:
 
     async def held(self) -> None:
         """Until the stand-in holds the nested worker's call."""
-        with anyio.fail_after(30):
-            while not self.api.requests:
-                self.api.received = anyio.Event()
-                await self.api.received.wait()
+        await until_held(self.api)
 
     def team(self) -> Team:
-        slow = AnthropicModel(
-            "claude-test-1",
-            api_key="k",
-            base_url=self.api.base_url,
-            stream=False,
-            max_retries=0,
-            price=CLAUDE,
-            settings=ModelSettings(max_tokens=200),
-        )
+        slow = held_model(self.api.base_url)
         scripted = ScriptedModel(self.brain, price=FREE)
         sub = Team(
             name="sub",

@@ -8,32 +8,18 @@ import dataclasses
 import functools
 import json
 
-import anyio
-
 from regiment.hierarchy import Budget, Check, Planner, Ray, Team, Worker
-from regiment.models import AnthropicModel, ModelRequest, ModelSettings, Price, ScriptedModel
+from regiment.models import ModelRequest, ScriptedModel
 
+from ..hierarchy.held_call import CLAUDE, FREE, USD, held_model, until_held
 from ..models.standin import StandIn
 
 __all__ = ("CLAUDE", "USD", "Desk", "slow")
 
-CLAUDE = Price(input=3.0, output=15.0)
-FREE = Price(input=0.0, output=0.0)  # the scripted roles cost nothing
-USD = 0.05
-
 
 def slow(base_url: str) -> Worker:
     """The Ray worker: its model is the Messages API at ``base_url`` (which holds it)."""
-    model = AnthropicModel(
-        "claude-test-1",
-        api_key="k",
-        base_url=base_url,
-        stream=False,
-        max_retries=0,
-        price=CLAUDE,
-        settings=ModelSettings(max_tokens=200),
-    )
-    return Worker(name="slow", description="holds", model=model)
+    return Worker(name="slow", description="holds", model=held_model(base_url))
 
 
 class Desk:
@@ -59,10 +45,7 @@ class Desk:
 
     async def held(self) -> None:
         """Until the stand-in holds ``s1``'s call (sent from its replica)."""
-        with anyio.fail_after(90):
-            while not self.api.requests:
-                self.api.received = anyio.Event()
-                await self.api.received.wait()
+        await until_held(self.api, 90)
 
     def team(self, budget: Budget | None = None, step_timeout: float = 600.0) -> Team:
         """``budget``: ``Budget(usd=USD)`` unless given; ``step_timeout``: the Ray worker's."""
