@@ -1,19 +1,25 @@
 """A Ray replica runs the regiment its team's process runs, or refuses to start.
 
-The replica's actor class is the caller's :class:`StepHost` under a subclass made in
-:func:`checked_host`: defined inside a function, Ray's cloudpickle ships its code by
-value, so the check runs first on the replica whatever regiment the replica's node
-has (an older one that has no such check, nor this module, included). The replica
-compares its own regiment (version, :data:`WIRE_FORMAT`, and a digest of the sources of
-the modules on both ends of the Ray wire) with the caller's :func:`caller_stamp`, and a
-mismatch fails its start with a ``ConfigError`` naming both regiments and what to do,
-rather than an ``AttributeError`` or a dead actor at the first step.
+The replica's actor class, made in :func:`checked_host`, stands for the caller's
+:class:`StepHost`: defined inside a function, Ray's cloudpickle ships its code by value,
+so the check runs first on the replica whatever regiment the replica's node has (an
+older one that has no such check, nor this module, nor ``StepHost`` at all, included:
+the class names ``StepHost`` only by its module's name and its own, and imports it once
+the check has passed, so its absence cannot fail the class's load with Ray's own
+``ModuleNotFoundError``). The replica compares its own regiment (version,
+:data:`WIRE_FORMAT`, and a digest of the sources of the modules on both ends of the Ray
+wire) with the caller's :func:`caller_stamp`, and a mismatch fails its start with a
+``ConfigError`` naming both regiments and what to do, rather than an ``AttributeError``
+or a dead actor at the first step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import importlib
+import inspect
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -80,15 +86,16 @@ def mismatch(caller: Stamp, replica: Stamp) -> str | None:
 
 @functools.cache
 def checked_host(ray: Any, host: type) -> type:
-    """``host`` (:class:`StepHost`) under a subclass whose ``__init__`` takes the caller's
-    stamp first and refuses, before building anything, a replica running another regiment.
-    This module's code goes to the replicas by value (``ray``'s cloudpickle): a replica
-    whose regiment lacks it, or has another, runs the caller's check."""
+    """An actor class for ``host`` (:class:`StepHost`) whose ``__init__`` takes the caller's
+    stamp first and refuses, before building anything, a replica running another regiment;
+    then it builds ``host`` (imported there by name) and hands each of ``host``'s public
+    methods to it. This module's code goes to the replicas by value (``ray``'s
+    cloudpickle): a replica whose regiment lacks it, or has another, or has no ``host``,
+    runs the caller's check."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    where, name = host.__module__, host.__qualname__  # (by name: the class is the replica's)
 
     def replica_stamp() -> Stamp:  # the replica's own regiment (this code runs there)
-        import importlib
-
         import regiment
 
         package = Path(regiment.__file__).resolve().parent
@@ -98,12 +105,41 @@ def checked_host(ray: Any, host: type) -> type:
             wire = 0
         return Stamp(str(regiment.__version__), wire, wire_digest(package), str(package))
 
-    class CheckedHost(host):  # type: ignore[misc]
+    class CheckedHost:
         def __init__(self, caller: tuple[str, int, str, str], *args: Any) -> None:
             why = mismatch(Stamp(*caller), replica_stamp())
             if why is not None:
                 raise ConfigError(why)
-            super().__init__(*args)
+            self._host = getattr(importlib.import_module(where), name)(*args)
 
+    for method, function in inspect.getmembers(host, inspect.isfunction):
+        if not method.startswith("_"):
+            setattr(CheckedHost, method, _handed(method, function))
     CheckedHost.__name__ = CheckedHost.__qualname__ = host.__name__
     return CheckedHost
+
+
+def _handed(method: str, function: Any) -> Any:
+    """A method of the actor class that calls ``method`` of its ``_host`` (as ``function``
+    is: an async generator, a coroutine or a plain function, which Ray reads to call it)."""
+    if inspect.isasyncgenfunction(function):
+
+        async def handed(self: Any, *args: Any, **kwargs: Any) -> Any:
+            # (closed here, not left to the garbage collector, when Ray cancels or closes it)
+            async with contextlib.aclosing(getattr(self._host, method)(*args, **kwargs)) as it:
+                async for item in it:
+                    yield item
+
+    elif inspect.iscoroutinefunction(function):
+
+        async def handed(self: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            return await getattr(self._host, method)(*args, **kwargs)
+
+    else:
+
+        def handed(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return getattr(self._host, method)(*args, **kwargs)
+
+    handed.__name__ = handed.__qualname__ = method
+    handed.__doc__ = function.__doc__
+    return handed

@@ -97,6 +97,25 @@ def test_a_replica_of_a_regiment_without_the_check_is_refused(tmp_path: Path) ->
     assert HOW in error
 
 
+def test_a_replica_of_a_regiment_without_a_step_host_is_refused(tmp_path: Path) -> None:
+    # An older release still: no StepHost at all (its module absent). The actor class
+    # failed to load there with Ray's own "ModuleNotFoundError: No module named
+    # 'regiment.hierarchy.workers._ray_host'" before the check could run.
+    other = _copy(tmp_path)
+    _edit(other / "_version.py", VERSION_LINE, '__version__ = "0.0.1"')
+    (other / "hierarchy/workers/_ray_version.py").unlink()
+    (other / "hierarchy/workers/_ray_host.py").unlink()
+    error = str(_start(other)["error"])
+    assert error.startswith(
+        "worker 'w': its Ray replicas did not start: the Ray replica runs regiment 0.0.1 "
+        "(wire format 0, its Ray modules' sources differ from the caller's) "
+        f"from {other}, but the team's process runs regiment {regiment.__version__} "
+        f"(wire format 1) from {PACKAGE}; "
+    ), error
+    assert HOW in error
+    assert "ModuleNotFoundError" not in error
+
+
 def test_a_replica_of_the_same_version_with_other_wire_code_is_refused(tmp_path: Path) -> None:
     # Another checkout of the same version (a worktree's replicas finding main's tree).
     other = _copy(tmp_path)
