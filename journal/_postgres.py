@@ -35,6 +35,7 @@ from regiment._shown import shown_spec
 from regiment.errors import JournalError
 from regiment.journal._buffered import BufferedJournal
 from regiment.journal._patience import reads_wait
+from regiment.journal._pg_index import build_index
 from regiment.journal._pg_session import (
     LOCK_TIMEOUT,
     SCHEMA_LOCK,
@@ -119,8 +120,15 @@ class _PostgresStore(LockReporting):
                 (found,) = self._execute("SELECT to_regclass('journal_meta')")[0]
                 if found is None:
                     self._refuse_foreign_tables()
-                prepare(self._execute, has_meta=found is not None, blob="BYTEA", where=self.where)
+                prepare(
+                    self._execute,
+                    has_meta=found is not None,
+                    blob="BYTEA",
+                    where=self.where,
+                    index_later=True,
+                )
             self.read_marks()
+            build_index(self)  # (an existing journal's, concurrently: writers go on)
         except BaseException:
             self._conn.close()
             raise

@@ -5,7 +5,8 @@ names only the request. Looking for it among the pending requests and a run at a
 time missed a request of an older run: one already decided answered "unknown"
 instead of "already decided". One query by the request's look-up key over the
 records finds it in any run; an index of the requests' keys (``INDEX``) keeps it
-one look-up. The index is added without a new schema version: an older regiment
+one look-up. The index is added without a new schema version (to an existing PostgreSQL
+journal without blocking its writers: ``_pg_index``): an older regiment
 reads and writes a journal that has it as before (it only keeps the index up to
 date), and a journal without it (opened read-only, say) is searched all the same.
 """
@@ -23,14 +24,14 @@ from regiment.journal._views import JournaledApproval
 if TYPE_CHECKING:
     from regiment.journal._schema import Execute
 
-__all__ = ("INDEX", "add_index", "find_approval")
+__all__ = ("CREATE_CONCURRENTLY", "INDEX", "add_index", "find_approval")
 
 INDEX = "journal_records_approval"
 # (the kind is written out, not a parameter: a partial index serves only a query that
 # names its condition as it is written)
-_CREATE = (
-    f"CREATE INDEX IF NOT EXISTS {INDEX} ON journal_records (key) WHERE kind = 'approval_requested'"
-)
+_DEFINITION = f"{INDEX} ON journal_records (key) WHERE kind = 'approval_requested'"
+_CREATE = f"CREATE INDEX IF NOT EXISTS {_DEFINITION}"
+CREATE_CONCURRENTLY = f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {_DEFINITION}"  # (PostgreSQL)
 _PRESENT = {  # whether the journal has the index
     "BLOB": "SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?",
     "BYTEA": "SELECT to_regclass(?)",

@@ -17,7 +17,8 @@ kinds it knows (see ``RecordMarks``). Journals written before the rows were
 written name none of the kinds they hold, all of which every regiment since knows.
 
 An index may be added the same way, with no new version (an older regiment keeps it up
-to date as it writes): ``_requests.INDEX`` is added as a journal is opened for writing.
+to date as it writes): ``_requests.INDEX`` is added as a journal is opened for writing
+(to an existing PostgreSQL journal after the opening transaction, concurrently: ``_pg_index``).
 """
 
 from __future__ import annotations
@@ -67,8 +68,12 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 }
 
 
-def prepare(execute: Execute, *, has_meta: bool, blob: str, where: str) -> None:
+def prepare(
+    execute: Execute, *, has_meta: bool, blob: str, where: str, index_later: bool = False
+) -> None:
     """Create, migrate or refuse the schema; call inside a write transaction.
+    (``index_later``: an existing journal's ``_requests.INDEX`` is built by the caller,
+    after this transaction: PostgreSQL's, concurrently, see ``_pg_index``.)
 
     Raises:
         JournalError: the journal is of another format or of a newer schema version.
@@ -95,7 +100,8 @@ def prepare(execute: Execute, *, has_meta: bool, blob: str, where: str) -> None:
             "UPDATE journal_meta SET value = ? WHERE name = 'schema_version'",
             (str(CURRENT_VERSION),),
         )
-    add_index(execute, blob)  # (a journal made before the index was: once)
+    if not index_later:
+        add_index(execute, blob)  # (a journal made before the index was: once)
 
 
 def record_marks(execute: Execute) -> dict[str, str]:
