@@ -13,6 +13,10 @@ JSON-RPC error, as the SDK's servers answer.
 ``change`` with ``failures`` adds the tool ``later``, sends
 ``notifications/tools/list_changed``, and answers the next ``failures`` lists with a
 JSON-RPC error (then lists again as usual). ``pid`` answers the process id.
+
+``flooding COUNT``: before it answers its first ``tools/list`` (as the client starts,
+with no call in flight) it sends ``COUNT`` log messages (``notifications/message``:
+``tick``, ``tick 1``, ...); its one tool, ``ping``, answers ``pong``.
 """
 
 from __future__ import annotations
@@ -82,7 +86,26 @@ class _Relist:
         return {"content": [{"type": "text", "text": text}]}
 
 
-def _answer(kind: str, server: _Changing | _Relist, method: str, params: Json) -> Json:
+class _Flooding:
+    def __init__(self, count: int) -> None:
+        self.tools = [_tool("ping")]
+        self.count = count
+
+    def list(self) -> Json:
+        for number in range(self.count):
+            data = "tick" if number == 0 else f"tick {number}"
+            _send({"method": "notifications/message", "params": {"level": "info", "data": data}})
+        self.count = 0
+        return {"tools": self.tools}
+
+    def call(self, name: str, arguments: Json) -> Json:
+        return {"content": [{"type": "text", "text": "pong"}]}
+
+
+Server = _Changing | _Relist | _Flooding
+
+
+def _answer(kind: str, server: Server, method: str, params: Json) -> Json:
     """A request's result; ``LookupError(code, message)`` for a JSON-RPC error."""
     if method == "initialize":
         return {
@@ -99,9 +122,10 @@ def _answer(kind: str, server: _Changing | _Relist, method: str, params: Json) -
 
 
 def main(kind: str) -> None:
-    made: dict[str, Callable[[], _Changing | _Relist]] = {
+    made: dict[str, Callable[[], Server]] = {
         "changing": _Changing,
         "relist": _Relist,
+        "flooding": lambda: _Flooding(int(sys.argv[2])),
     }
     server = made[kind]()
     for line in sys.stdin:
