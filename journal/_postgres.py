@@ -119,7 +119,7 @@ class _PostgresStore(LockReporting):
                 self._execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
                 (found,) = self._execute("SELECT to_regclass('journal_meta')")[0]
                 if found is None:
-                    self._refuse_foreign_tables()
+                    _refuse_foreign_tables(self)
                 prepare(
                     self._execute,
                     has_meta=found is not None,
@@ -145,18 +145,6 @@ class _PostgresStore(LockReporting):
             lock_timeout=self._lock_timeout,
             reads=True,
         )
-
-    def _refuse_foreign_tables(self) -> None:
-        """Refuse a database with no journal that has a table of a journal's name (another
-        program's): creating the journal there would fail half-way, or mix the two."""
-        names = [name for name in _TABLES if self._execute(f"SELECT to_regclass('{name}')")[0][0]]
-        if names:
-            raise JournalError(
-                f"{self.where} has no regiment journal but has the table(s) "
-                f"{', '.join(names)} of another program, so no journal can be made there; "
-                "it was left untouched: point the journal at another database, or at another "
-                "schema of this one (?options=-csearch_path%3Dmyschema in the URL)"
-            )
 
     def _connect(self) -> psycopg.Connection[Any]:
         timeout = max(1, round(self._connect_timeout))
@@ -335,6 +323,19 @@ class _PostgresStore(LockReporting):
         if self._conn is not None:
             with suppress(self._psycopg.Error):
                 self._conn.close()
+
+
+def _refuse_foreign_tables(store: _PostgresStore) -> None:
+    """Refuse a database with no journal that has a table of a journal's name (another
+    program's): creating the journal there would fail half-way, or mix the two."""
+    names = [name for name in _TABLES if store._execute(f"SELECT to_regclass('{name}')")[0][0]]
+    if names:
+        raise JournalError(
+            f"{store.where} has no regiment journal but has the table(s) "
+            f"{', '.join(names)} of another program, so no journal can be made there; "
+            "it was left untouched: point the journal at another database, or at another "
+            "schema of this one (?options=-csearch_path%3Dmyschema in the URL)"
+        )
 
 
 @final
