@@ -35,6 +35,7 @@ from regiment.journal import (
 )
 from regiment.telemetry import joined_trace
 
+from ._cancels import cancel_run
 from ._checks import check_lease_ttl, check_seconds
 from ._follow import Following
 from ._http import (
@@ -127,6 +128,7 @@ def create_app(
         },
     )
     app.state.regiment_stop_runs = service.stop_runs  # `regiment serve` calls it as it stops
+    app.state.regiment_service = service  # what its routes share (tests watch its runs)
     return app
 
 
@@ -255,25 +257,6 @@ async def _get_run(s: Service, request: Request) -> Response:
     return json_response(await s.view(await s.record(request), under(request, "")))
 
 
-async def _cancel(s: Service, request: Request) -> Response:
-    record = await s.record(request)
-    cancelled = s.live().cancel(record.run_id)
-    # No task to cancel: paused (waits for approvals), or stalled (maybe paused, its
-    # requests decided since, not resumed: cancel_paused tells). Its lease's write waits
-    # for the journal's lock at most the journal's own timeout, then a 503 (logged).
-    if not cancelled and record.status in ("paused", "stalled"):
-        cancelled = await s.cancel_paused(record.run_id)
-        # A resume here that took the run's lease first: it is live now, cancel it
-        cancelled = cancelled or s.live().cancel(record.run_id)
-    body: dict[str, object] = {"run_id": record.run_id, "cancelling": cancelled}
-    if not cancelled and (top := s.top_here(record.run_id)) is not None:  # else unexplained
-        body["detail"] = (
-            f"run {record.run_id} is the run of a nested team in run {top}, which this service "
-            f"runs: it is cancelled with that run (POST {under(request, f'/runs/{top}/cancel')})"
-        )
-    return json_response(body, 202)
-
-
 async def _events(s: Service, request: Request) -> Response:
     record = await s.record(request, as_followed=True)  # a late follower gets the same end
     last = last_event_id(request, len(record.events))  # 422 here, not a stream cut short
@@ -349,7 +332,7 @@ _GUARDED: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
     # ?lastEventId: EventSource polyfills; ?ticket: EventSource cannot send a token
     # ?live: the run's progress too (TextDelta, ToolCallStarted, ToolCallFinished)
     ("GET", "/runs/{run_id}/events", _events, ("lastEventId", "ticket", "live")),
-    ("POST", "/runs/{run_id}/cancel", _cancel, ()),
+    ("POST", "/runs/{run_id}/cancel", cancel_run, ()),
     ("POST", "/runs/{run_id}/resume", _resume, ("wait",)),
     ("GET", "/approvals", _list_approvals, ("run_id",)),
     ("POST", "/approvals/{request_id}", _decide, ()),

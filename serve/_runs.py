@@ -80,6 +80,7 @@ class Runs:
         self._resuming: dict[str, Resuming] = {}  # resumes still starting
         self._cancel_asked: set[str] = set()  # of those, the ones cancelled as they start
         self._waiters: dict[str, list[anyio.CancelScope]] = {}
+        self._readers: dict[str, RunEvents] = {}  # each live run's stream (its ``ending``)
         self.stopping = False  # the server stops: no run starts any more
 
     async def start(
@@ -140,15 +141,25 @@ class Runs:
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a live run, or one whose resume is starting (it is cancelled as it
-        registers); ``False`` if it is unknown or already over."""
+        registers); ``False`` if it is unknown or already over, or its end has come and is
+        being journaled (``closing``): a cancel then changes nothing, the run ends as it did."""
         scope = self._scopes.get(run_id)
         if scope is None:
             if run_id not in self._resuming:
                 return False
             self._cancel_asked.add(run_id)  # else the run went on, the cancel answered 202
             return True
+        if self.closing(run_id) is not None:  # it answered true, and the run ended completed
+            return False
         scope.cancel()
         return True
+
+    def closing(self, run_id: str) -> RunCompleted | RunFailed | None:
+        """The last event of a run of this service's that has ended and is closing (its
+        stream commits its end to the journal, then lets its lease go); ``None`` if the
+        run is not live here, or has not ended."""
+        reader = self._readers.get(run_id)
+        return None if reader is None else reader.ending
 
     def cancel_all(self) -> int:
         """Cancel every live run (the server is stopping), and any run still starting as
@@ -194,6 +205,7 @@ class Runs:
                     async for event in reader:
                         if record is None:
                             record = self._started(event, session, history, scope)
+                            self._readers[record.run_id] = reader
                             task_status.started(record)
                         opened.see(event)
                         # Live progress is not journaled: the n-th event must be the same
@@ -253,6 +265,7 @@ class Runs:
         """The run's stream has closed: tell its last event (now who waits is answered,
         and followers told), or, if it had none, that it was cancelled."""
         self._scopes.pop(record.run_id, None)
+        self._readers.pop(record.run_id, None)
         tell_ends(record, self.store, opened, last)  # a stream left: what it cut
         if last is not None and not record.ended.is_set():
             self.store.append(record.run_id, last)
