@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any, get_args
 
 import anyio
+import msgspec
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -217,6 +218,14 @@ async def _resume(s: Service, request: Request) -> Response:
         raise ApiError(409, "cannot resume", f"{detail}resume: {shows}") from exc
     except (ConfigError, LeaseHeld, LeaseLost) as exc:  # a changed team, leased elsewhere
         raise ApiError(409, "cannot resume", str(exc)) from exc
+    except msgspec.ValidationError as exc:  # read before its lease is taken: nothing changed
+        detail = (
+            f"run {run_id}'s journal holds a record this regiment cannot read ({exc}): "
+            "another program, or a newer regiment, wrote it, so this one cannot go on with "
+            f"the run safely; resume it with the regiment that wrote it (GET "
+            f"{under(request, f'/runs/{run_id}')} shows what can be read)"
+        )
+        raise ApiError(409, "cannot resume", detail) from exc
     # any other JournalError (a journal that is down): on_journal_error's 503, logged
     return await _answer(s, request, record, wait)
 

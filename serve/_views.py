@@ -52,6 +52,8 @@ def run_view(
     <reason>"``, as ``regiment show`` says it), a live run's so far too.
     """
     view = run_summary(record) | {"error": record.error, "events": len(record.events)}
+    if record.notes:  # what of its journal could not be read (as `regiment show` notes it)
+        view["not_shown"] = list(record.notes)
     view["pending_approvals"] = [approval_view(request) for request in pending]
     rejections = _rejections(record.events)
     result = record.result
