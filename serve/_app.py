@@ -93,9 +93,8 @@ def create_app(
             With a ``RunningTeam``, start it with the same journal.
         token: if set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
         keepalive: seconds between keep-alive comments on an idle event stream.
-        store: where runs are recorded (default: this process's memory,
-            ``MemoryRunStore()``, which keeps every live run and the latest 1,000
-            ended ones; ``MemoryRunStore(keep=n)`` keeps ``n``).
+        store: where runs are recorded (default: this process's memory, ``MemoryRunStore()``,
+            which keeps every live run and the latest 1,000 ended ones; ``keep=n``: ``n``).
         lease_ttl: seconds a journaled run stays this app's without a heartbeat
             (``Team.start(lease_ttl=...)``, 30 by default); only for a ``Team``.
 

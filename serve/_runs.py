@@ -155,9 +155,8 @@ class Runs:
         return True
 
     def closing(self, run_id: str) -> RunCompleted | RunFailed | None:
-        """The last event of a run of this service's that has ended and is closing (its
-        stream commits its end to the journal, then lets its lease go); ``None`` if the
-        run is not live here, or has not ended."""
+        """The last event of a live run here that has ended and is closing (its stream commits
+        its end to the journal, then lets its lease go); ``None`` if it has not ended."""
         reader = self._readers.get(run_id)
         return None if reader is None else reader.ending
 
@@ -229,7 +228,7 @@ class Runs:
                 log.warning(closing, exc, extra={"run_id": record.run_id})
             else:
                 log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
-                self._fail(record, exc)
+                _fail(self.store, record, exc)
         except Exception as exc:  # not the run's failure: the store's, or a bug
             if record is None:
                 raise  # before it started: the POST answers 500
@@ -242,7 +241,7 @@ class Runs:
                 exc_info=True,
                 extra={"run_id": record.run_id},
             )
-            self._fail(record, exc)
+            _fail(self.store, record, exc)
         finally:  # also when the app's shutdown cancels every run
             if record is not None:
                 self._end(record, last or _unread(reader), None if last else opened)
@@ -293,38 +292,39 @@ class Runs:
             if isinstance(ending, RunFailed)
             else RunFailed(run_id=record.run_id, error_type="LeaseLost", message=message)
         )
-        self._fail(record, taken)
+        _fail(self.store, record, taken)
         record.taken_over = owner
-
-    def _fail(self, record: RunRecord, exc: Exception | RunFailed) -> None:
-        """End ``record``'s run as failed with ``exc`` (or that ``RunFailed``): through the
-        store, or, if the store cannot append, on the record itself (its waiters and
-        followers see the end)."""
-        if record.ended.is_set():
-            return
-        failed = (
-            exc
-            if isinstance(exc, RunFailed)
-            else RunFailed(run_id=record.run_id, error_type=type(exc).__name__, message=str(exc))
-        )
-        try:
-            self.store.append(record.run_id, failed)
-        except Exception as unstored:  # the store may be what failed
-            log.warning(
-                "the run store could not record the run's end (%s: %s); ended on its record",
-                type(unstored).__name__,
-                unstored,
-                extra={"run_id": record.run_id},
-            )
-        if not record.ended.is_set():
-            record.status, record.error = "failed", f"{failed.error_type}: {failed.message}"
-            record.ended.set()
-            record.changed.set()
 
     def _release(self, run_id: str) -> None:
         """The run is over: end the waits of its requests (see ``wait``)."""
         for waiting in self._waiters.pop(run_id, ()):
             waiting.cancel()
+
+
+def _fail(store: RunStore, record: RunRecord, exc: Exception | RunFailed) -> None:
+    """End ``record``'s run as failed with ``exc`` (or that ``RunFailed``): through
+    ``store``, or, if the store cannot append, on the record itself (its waiters and
+    followers see the end)."""
+    if record.ended.is_set():
+        return
+    failed = (
+        exc
+        if isinstance(exc, RunFailed)
+        else RunFailed(run_id=record.run_id, error_type=type(exc).__name__, message=str(exc))
+    )
+    try:
+        store.append(record.run_id, failed)
+    except Exception as unstored:  # the store may be what failed
+        log.warning(
+            "the run store could not record the run's end (%s: %s); ended on its record",
+            type(unstored).__name__,
+            unstored,
+            extra={"run_id": record.run_id},
+        )
+    if not record.ended.is_set():
+        record.status, record.error = "failed", f"{failed.error_type}: {failed.message}"
+        record.ended.set()
+        record.changed.set()
 
 
 def _ended(store: RunStore, run_id: str) -> bool:
