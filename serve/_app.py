@@ -318,7 +318,10 @@ async def _decide(s: Service, request: Request) -> Response:
             f"{exc} (a run live in another process takes its decisions there)",
         ) from exc
     await _all_decided(s, decided.run_id)
-    return json_response(decided_view(decided, decision, body.kind, body.by))
+    record = s.store.get(top_run_id(decided.run_id) or decided.run_id)  # (a nested run's top)
+    live = record is not None and not record.ended.is_set()  # else it goes on at its resume
+    events = under(request, f"/runs/{decided.run_id}/events")
+    return json_response(decided_view(decided, decision, body.kind, body.by, events, live))
 
 
 async def _all_decided(s: Service, run_id: str) -> None:

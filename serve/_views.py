@@ -148,18 +148,33 @@ def approval_view(request: ApprovalRequest) -> dict[str, object]:
 
 
 def decided_view(
-    request: ApprovalRequest, decision: ApprovalDecision, kind: str, by: str
+    request: ApprovalRequest,
+    decision: ApprovalDecision,
+    kind: str,
+    by: str,
+    events: str,
+    live: bool,
 ) -> dict[str, object]:
     """What ``POST /approvals/{request_id}`` answers: the request as listed, and what was
     decided; an edit's ``arguments`` are the edited ones (as ``ApprovalResolved``'s are),
-    the model's ``requested_arguments`` beside them. The call's ``tool_call`` guards
-    still judge an edit before the tool runs, after this answer (on a paused run, at its
-    resume): the request's ``ApprovalResolved`` event says what they made of it
-    (``guarded``, ``ran_arguments``, ``guard_reason``)."""
+    the model's ``requested_arguments`` beside them.
+
+    The call's ``tool_call`` guards still judge an edit before the tool runs, after this
+    answer (``live``: its run goes on now; else at its resume): an edit's answer says so,
+    ``"guarded": "pending"``, and ``verdict`` where what they made of it is read (the
+    request's ``ApprovalResolved`` in the run's ``events``: ``guarded``, ``ran_arguments``,
+    ``guard_reason``)."""
     view = {**approval_view(request), "decision": kind, "decided_by": by}
     if isinstance(decision, EditArguments):
         view["requested_arguments"] = request.arguments
         view["arguments"] = decision.arguments
+        when = "before the tool runs" if live else "at the run's resume, before the tool runs"
+        view["guarded"] = "pending"
+        view["verdict"] = (
+            f"the call's tool_call guards (if any) judge the edit {when}, and may rewrite or "
+            f"refuse it: the ApprovalResolved event of request {request.request_id} in GET "
+            f"{events} says what ran (guarded, ran_arguments, guard_reason)"
+        )
     return view
 
 
