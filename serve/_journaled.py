@@ -66,6 +66,8 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
                 record.events.append(event)
                 if isinstance(event, RunCompleted):  # a paused run's result, say
                     record.result = event.result
+                elif isinstance(event, RunFailed):  # its end since (a paused run cancelled)
+                    record.result = None
             case RunFinished(error=error, result=result):
                 record.error = error
                 if result:

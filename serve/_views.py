@@ -9,6 +9,7 @@ import msgspec
 from regiment._text import shown
 from regiment.errors import ApprovalError
 from regiment.hierarchy import CheckFailed, Event, RunFailed, RunResult, StepCompleted
+from regiment.journal import top_run_id
 from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments
 
 from ._http import ApiError
@@ -97,6 +98,12 @@ def _answer(record: RunRecord, result: RunResult, root: str) -> str:
     if result.status != "paused" or record.status != "stalled":
         return result.answer
     run_id = record.run_id
+    if (top := top_run_id(run_id)) is not None:  # its requests are its top run's to decide
+        return (
+            f"paused with run {top}, the run it serves (a nested team's run is not resumed "
+            f"alone): it goes on when that run's approval requests are decided and it is "
+            f"resumed (POST {root}/runs/{top}/resume)"
+        )
     return (
         "paused, and its approval requests have all been decided since: it waits to be "
         f"resumed (POST {root}/runs/{run_id}/resume, or `regiment resume TEAM_FILE {run_id}`)"
