@@ -75,10 +75,13 @@ def _why_not(
         resume = f"POST {under(request, f'/runs/{run_id}/resume')}"
         detail = (
             f"run {run_id} is stalled mid-work: its process stopped (or froze) before its "
-            "end, not at a pause, so no process here runs it and its journal has no end to "
-            f"write a cancel onto; nothing runs it unless it is resumed. To end it: {resume}, "
-            f"then POST {under(request, f'/runs/{run_id}/cancel')} (a resume first counts the "
-            "model calls it had in flight). If another process took it up meanwhile, cancel it there"
+            "end, not at a pause, so no process here runs it, nothing of it runs unless it "
+            "is resumed, and a cancel has no end of it to write. Left so, it is never run "
+            f"again. To end it for good: {resume}, then POST "
+            f"{under(request, f'/runs/{run_id}/cancel')}; the resume counts the model calls "
+            "it had in flight, and goes on until the cancel lands (a tool call it had in "
+            "flight may run again, under its idempotency key). If another process took it "
+            "up meanwhile, cancel it there"
         )
         raise ApiError(409, "cannot cancel", detail)
     detail = (
