@@ -3,7 +3,8 @@ run ends as it did (``completed``), so the cancel answers ``"cancelling": false`
 the status and a ``detail`` saying it had already ended. It answered ``true`` (3 of 20
 resume+cancel races), and the run then read ``completed``. The window is held open by
 another connection holding the journal's write lock while the run's end is written (real
-uvicorn + httpx, a real SQLite file and a real PostgreSQL server)."""
+uvicorn + httpx, a real SQLite file and a real PostgreSQL server). A run whose end is a
+pause is cancelled as a paused run once the pause is written (it stayed paused)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from examples.service.team import order_status, support_brain
 from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel
 from regiment.serve import create_app
+from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 from tests.journal.conftest import postgres_server, postgres_url
 
 pytestmark = pytest.mark.anyio
@@ -94,3 +96,46 @@ async def test_a_cancel_as_the_runs_end_is_journaled_says_it_had_ended(journal: 
     assert view["answer"] == "order 55001: in the warehouse"
     assert again.json()["cancelling"] is False
     assert "has already ended (completed): nothing to cancel" in again.json()["detail"]
+
+
+async def test_a_cancel_as_a_runs_pause_is_journaled_cancels_the_paused_run(journal: str) -> None:
+    # It answered true, and the run, whose end (a pause) had come, stayed paused.
+    shop = Shop()
+    plan = plan_json(step("s1", "billing", "refund 2 500"), step("s2", "slow", "slow 1"))
+    app = create_app(shop_team(shop, plan), journal=journal)
+    service = app.state.regiment_service
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
+        run_id = (await c.post("/runs", json={"goal": "refund, and slow"})).json()["run_id"]
+        with anyio.fail_after(20):  # guards against a hang: the assertions are below
+            while not (await c.get("/approvals")).json()["approvals"]:
+                pass  # its request is journaled; its slow step holds its pause
+        holder = _hold(journal, run_id)  # the pause's end waits for it to be written
+        answers: list[httpx.Response] = []
+        try:
+            shop.release.set()
+            with anyio.fail_after(20):
+                while service.runs.closing(run_id) is None:  # until its pause came
+                    await anyio.lowlevel.checkpoint()
+            ended = service.runs.closing(run_id).result.status
+            async with anyio.create_task_group() as tg:
+
+                async def cancel() -> None:
+                    answers.append(await c.post(f"/runs/{run_id}/cancel"))
+
+                tg.start_soon(cancel)
+                record = service.store.get(run_id)
+                with anyio.fail_after(20):  # until the cancel waits for the pause's write
+                    while record.ended.statistics().tasks_waiting == 0:
+                        await anyio.lowlevel.checkpoint()
+                assert not answers
+                holder.close()
+        finally:
+            holder.close()
+        view = (await c.get(f"/runs/{run_id}")).json()
+        resumed = await c.post(f"/runs/{run_id}/resume")
+    assert ended == "paused"
+    (answer,) = answers
+    assert answer.json() == {"run_id": run_id, "cancelling": True}, answer.text
+    assert view["status"] == "cancelled", view
+    assert resumed.status_code == 409, resumed.text
+    assert shop.refunds == []
