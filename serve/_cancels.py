@@ -39,8 +39,9 @@ async def cancel_run(s: Service, request: Request) -> Response:
         # A resume here that took the run's lease first: it is live now, cancel it
         cancelled = cancelled or runs.cancel(run_id)
     body: dict[str, object] = {"run_id": run_id, "cancelling": cancelled}
-    if not cancelled:
-        body |= _why_not(s, request, record, ending)
+    if not cancelled:  # its record read again: a cancel posted with this one ended it, say
+        now = record if ending is not None else await s.find(run_id) or record
+        body |= _why_not(s, request, now, ending)
     return json_response(body, 202)
 
 
@@ -71,6 +72,14 @@ def _why_not(
             f"(POST {under(request, f'/runs/{top}/cancel')} if it is paused or runs here)"
         )
         return {"detail": detail}
+    paused = record.result is not None and record.result.status == "paused"
+    if record.status == "paused" or (record.status == "stalled" and paused):
+        detail = (  # cancel_paused could not take its lease: held by a decision or a resume
+            f"run {run_id} is paused, and another process holds it now (resuming it, or "
+            f"recording a decision on it): post the cancel again; if it runs there, cancel it "
+            f"there. {shows}"
+        )
+        raise ApiError(409, "cannot cancel", detail)
     if record.status == "stalled":  # not paused: its process stopped (or froze) mid-work
         resume = f"POST {under(request, f'/runs/{run_id}/resume')}"
         detail = (
