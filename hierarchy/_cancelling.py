@@ -16,14 +16,23 @@ from collections.abc import Sequence
 import anyio
 import msgspec
 
-from regiment.errors import AlreadyFinished, LeaseHeld
+from regiment.errors import AlreadyFinished, LeaseHeld, UnknownRun
 from regiment.hierarchy._approvals import ApprovalDesk
 from regiment.hierarchy._replay import event_record
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy.events import RunCompleted, RunFailed
 from regiment.hierarchy.run._brief_holds import BriefHold, wait_brief_hold
 from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
-from regiment.journal import Entry, EventRecorded, Journal, Lease, RunResumed, top_run_id
+from regiment.journal import (
+    Entry,
+    EventRecorded,
+    Journal,
+    Lease,
+    RunResumed,
+    StepDispatched,
+    nested_run_id,
+    top_run_id,
+)
 from regiment.journal import RunFinished as JournalFinished
 from regiment.tools import Deny
 
@@ -66,6 +75,7 @@ async def cancel_paused(
             ended = _ending(run_id, why, await journal.read(run_id), paused)
             if ended is None:  # resumed meanwhile, or stalled while it ran: not paused
                 return None
+            await _end_nested(journal, lease, run_id, await journal.read(run_id), why)
             await journal.append(lease, event_record(run_id, ended))
             error = f"RunCancelled: {why}"
             record = JournalFinished(run_id=run_id, status="cancelled", error=error)
@@ -74,6 +84,48 @@ async def cancel_paused(
             await journal.release(lease)
     _log.info("run %s was cancelled while paused for approval", run_id)
     return ended
+
+
+async def _end_nested(
+    journal: Journal, above: Lease, run_id: str, entries: Sequence[Entry], why: str
+) -> None:
+    """End ``cancelled`` the unfinished runs of nested teams under run ``run_id`` (its
+    ``entries``; ``above``: the lease of its top run, which makes them this owner's), the
+    deepest first: the run of a step paused with it, its requests withdrawn. Left alone,
+    each listed ``stalled`` (its answer: waits to be resumed), though its top run had ended
+    and it could never be resumed."""
+    seen: set[str] = set()
+    for entry in entries:
+        if not isinstance(step := entry.record, StepDispatched):
+            continue
+        nested = nested_run_id(run_id, step.plan_version, step.step_id, step.attempt)
+        if nested in seen:
+            continue
+        seen.add(nested)
+        try:
+            if (await journal.get_run(nested)).status in _FINAL:
+                continue
+            lease = await journal.acquire(nested, owner=owner_name(), ttl=LEASE_TTL, above=above)
+        except UnknownRun:  # the step went to a worker, not to a nested team
+            continue
+        except (AlreadyFinished, LeaseHeld) as exc:  # ended meanwhile; its top run is ours
+            _log.warning("run %s (nested) was not ended with its top run: %s", nested, exc)
+            continue
+        try:
+            below = await journal.read(nested)
+            await _end_nested(journal, above, nested, below, why)
+            ended = _ending(nested, why, below, True)
+            assert ended is not None  # (paused: always an ending)
+            await journal.append(lease, event_record(nested, ended))
+            error = f"RunCancelled: {why} (with its top run)"
+            await journal.append(
+                lease, JournalFinished(run_id=nested, status="cancelled", error=error)
+            )
+        finally:
+            await journal.release(lease)  # (its release commits what it appended)
+
+
+_FINAL = frozenset(("completed", "partial", "failed", "cancelled"))
 
 
 async def _status(journal: Journal, run_id: str) -> str:

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any, get_args
 
 import anyio
+import msgspec
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -35,6 +36,7 @@ from regiment.journal import (
 )
 from regiment.telemetry import joined_trace
 
+from ._cancels import cancel_run
 from ._checks import check_lease_ttl, check_seconds
 from ._follow import Following
 from ._http import (
@@ -91,9 +93,8 @@ def create_app(
             With a ``RunningTeam``, start it with the same journal.
         token: if set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
         keepalive: seconds between keep-alive comments on an idle event stream.
-        store: where runs are recorded (default: this process's memory,
-            ``MemoryRunStore()``, which keeps every live run and the latest 1,000
-            ended ones; ``MemoryRunStore(keep=n)`` keeps ``n``).
+        store: where runs are recorded (default: this process's memory, ``MemoryRunStore()``,
+            which keeps every live run and the latest 1,000 ended ones; ``keep=n``: ``n``).
         lease_ttl: seconds a journaled run stays this app's without a heartbeat
             (``Team.start(lease_ttl=...)``, 30 by default); only for a ``Team``.
 
@@ -127,6 +128,7 @@ def create_app(
         },
     )
     app.state.regiment_stop_runs = service.stop_runs  # `regiment serve` calls it as it stops
+    app.state.regiment_service = service  # what its routes share (tests watch its runs)
     return app
 
 
@@ -215,6 +217,14 @@ async def _resume(s: Service, request: Request) -> Response:
         raise ApiError(409, "cannot resume", f"{detail}resume: {shows}") from exc
     except (ConfigError, LeaseHeld, LeaseLost) as exc:  # a changed team, leased elsewhere
         raise ApiError(409, "cannot resume", str(exc)) from exc
+    except msgspec.ValidationError as exc:  # read before its lease is taken: nothing changed
+        detail = (
+            f"run {run_id}'s journal holds a record this regiment cannot read ({exc}): "
+            "another program, or a newer regiment, wrote it, so this one cannot go on with "
+            f"the run safely; resume it with the regiment that wrote it (GET "
+            f"{under(request, f'/runs/{run_id}')} shows what can be read)"
+        )
+        raise ApiError(409, "cannot resume", detail) from exc
     # any other JournalError (a journal that is down): on_journal_error's 503, logged
     return await _answer(s, request, record, wait)
 
@@ -253,25 +263,6 @@ async def _list_runs(s: Service, request: Request) -> Response:
 
 async def _get_run(s: Service, request: Request) -> Response:
     return json_response(await s.view(await s.record(request), under(request, "")))
-
-
-async def _cancel(s: Service, request: Request) -> Response:
-    record = await s.record(request)
-    cancelled = s.live().cancel(record.run_id)
-    # No task to cancel: paused (waits for approvals), or stalled (maybe paused, its
-    # requests decided since, not resumed: cancel_paused tells). Its lease's write waits
-    # for the journal's lock at most the journal's own timeout, then a 503 (logged).
-    if not cancelled and record.status in ("paused", "stalled"):
-        cancelled = await s.cancel_paused(record.run_id)
-        # A resume here that took the run's lease first: it is live now, cancel it
-        cancelled = cancelled or s.live().cancel(record.run_id)
-    body: dict[str, object] = {"run_id": record.run_id, "cancelling": cancelled}
-    if not cancelled and (top := s.top_here(record.run_id)) is not None:  # else unexplained
-        body["detail"] = (
-            f"run {record.run_id} is the run of a nested team in run {top}, which this service "
-            f"runs: it is cancelled with that run (POST {under(request, f'/runs/{top}/cancel')})"
-        )
-    return json_response(body, 202)
 
 
 async def _events(s: Service, request: Request) -> Response:
@@ -327,7 +318,10 @@ async def _decide(s: Service, request: Request) -> Response:
             f"{exc} (a run live in another process takes its decisions there)",
         ) from exc
     await _all_decided(s, decided.run_id)
-    return json_response(decided_view(decided, decision, body.kind, body.by))
+    record = s.store.get(top_run_id(decided.run_id) or decided.run_id)  # (a nested run's top)
+    live = record is not None and not record.ended.is_set()  # else it goes on at its resume
+    events = under(request, f"/runs/{decided.run_id}/events")
+    return json_response(decided_view(decided, decision, body.kind, body.by, events, live))
 
 
 async def _all_decided(s: Service, run_id: str) -> None:
@@ -349,7 +343,7 @@ _GUARDED: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
     # ?lastEventId: EventSource polyfills; ?ticket: EventSource cannot send a token
     # ?live: the run's progress too (TextDelta, ToolCallStarted, ToolCallFinished)
     ("GET", "/runs/{run_id}/events", _events, ("lastEventId", "ticket", "live")),
-    ("POST", "/runs/{run_id}/cancel", _cancel, ()),
+    ("POST", "/runs/{run_id}/cancel", cancel_run, ()),
     ("POST", "/runs/{run_id}/resume", _resume, ("wait",)),
     ("GET", "/approvals", _list_approvals, ("run_id",)),
     ("POST", "/approvals/{request_id}", _decide, ()),

@@ -8,12 +8,14 @@ it: a client's ``Last-Event-ID`` stays good across a restart.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import cast
 
 import msgspec
 from sse_starlette import ServerSentEvent
 
+from regiment._text import shown
 from regiment.errors import UnknownRun
 from regiment.hierarchy import Event, OpenEnds, RunCompleted, RunFailed, RunResult
 from regiment.journal import (
@@ -37,6 +39,8 @@ __all__ = (
     "unfinished",
 )
 
+log = logging.getLogger("regiment.serve")
+
 STREAM_END = "StreamEnd"
 """The ``event:`` of the last frame of a run's stream that ends before the run does (no
 process of this service runs it): the frame says why, and what to do."""
@@ -56,11 +60,14 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
         match entry.record:
             case RunCreated(session=session):
                 record.session = session
-            case EventRecorded(event=body):
-                event = msgspec.convert(body, Event)
+            case EventRecorded() as recorded:
+                if (event := _readable(record, recorded)) is None:
+                    continue
                 record.events.append(event)
                 if isinstance(event, RunCompleted):  # a paused run's result, say
                     record.result = event.result
+                elif isinstance(event, RunFailed):  # its end since (a paused run cancelled)
+                    record.result = None
             case RunFinished(error=error, result=result):
                 record.error = error
                 if result:
@@ -70,6 +77,25 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
     _as_streamed(record)
     record.ended.set()
     return record
+
+
+def _readable(record: RunRecord, recorded: EventRecorded) -> Event | None:
+    """The event ``recorded`` holds, or ``None`` if this regiment cannot read it (another
+    program's, or a newer regiment's kind): left out of ``record``, with a note that says
+    so (``GET /runs/{id}``'s ``not_shown``, as ``regiment show`` has it), and logged."""
+    try:
+        event: Event = msgspec.convert(recorded.event, Event)
+    except msgspec.ValidationError as exc:
+        seq = len(record.events) + len(record.notes) + 1
+        note = (
+            f"its journal's event {seq} ({shown(recorded.kind)}) could not be read ({exc}): "
+            "another program, or a newer regiment, wrote it; it is left out (the events after "
+            "it are numbered without it)"
+        )
+        record.notes.append(note)
+        log.warning("run %s: %s", record.run_id, note, extra={"run_id": record.run_id})
+        return None
+    return event
 
 
 def _as_streamed(record: RunRecord) -> None:

@@ -51,6 +51,8 @@ class RunRecord:
     journal's view of the run stands, not this record's."""
     taps: set[LiveTap] = field(default_factory=set)
     """The followers of the run's live progress (``GET .../events?live=true``)."""
+    notes: list[str] = field(default_factory=list)
+    """What of the run's journal could not be read, and why (``GET /runs/{id}``'s ``not_shown``)."""
 
 
 def cancelled(run_id: str, got: RunResult | None = None) -> RunFailed:

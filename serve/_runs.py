@@ -80,6 +80,7 @@ class Runs:
         self._resuming: dict[str, Resuming] = {}  # resumes still starting
         self._cancel_asked: set[str] = set()  # of those, the ones cancelled as they start
         self._waiters: dict[str, list[anyio.CancelScope]] = {}
+        self._readers: dict[str, RunEvents] = {}  # each live run's stream (its ``ending``)
         self.stopping = False  # the server stops: no run starts any more
 
     async def start(
@@ -140,15 +141,24 @@ class Runs:
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a live run, or one whose resume is starting (it is cancelled as it
-        registers); ``False`` if it is unknown or already over."""
+        registers); ``False`` if it is unknown or already over, or its end has come and is
+        being journaled (``closing``): a cancel then changes nothing, the run ends as it did."""
         scope = self._scopes.get(run_id)
         if scope is None:
             if run_id not in self._resuming:
                 return False
             self._cancel_asked.add(run_id)  # else the run went on, the cancel answered 202
             return True
+        if self.closing(run_id) is not None:  # it answered true, and the run ended completed
+            return False
         scope.cancel()
         return True
+
+    def closing(self, run_id: str) -> RunCompleted | RunFailed | None:
+        """The last event of a live run here that has ended and is closing (its stream commits
+        its end to the journal, then lets its lease go); ``None`` if it has not ended."""
+        reader = self._readers.get(run_id)
+        return None if reader is None else reader.ending
 
     def cancel_all(self) -> int:
         """Cancel every live run (the server is stopping), and any run still starting as
@@ -194,6 +204,7 @@ class Runs:
                     async for event in reader:
                         if record is None:
                             record = self._started(event, session, history, scope)
+                            self._readers[record.run_id] = reader
                             task_status.started(record)
                         opened.see(event)
                         # Live progress is not journaled: the n-th event must be the same
@@ -217,7 +228,7 @@ class Runs:
                 log.warning(closing, exc, extra={"run_id": record.run_id})
             else:
                 log.warning("run failed: %s", exc, extra={"run_id": record.run_id})
-                self._fail(record, exc)
+                _fail(self.store, record, exc)
         except Exception as exc:  # not the run's failure: the store's, or a bug
             if record is None:
                 raise  # before it started: the POST answers 500
@@ -230,7 +241,7 @@ class Runs:
                 exc_info=True,
                 extra={"run_id": record.run_id},
             )
-            self._fail(record, exc)
+            _fail(self.store, record, exc)
         finally:  # also when the app's shutdown cancels every run
             if record is not None:
                 self._end(record, last or _unread(reader), None if last else opened)
@@ -253,6 +264,7 @@ class Runs:
         """The run's stream has closed: tell its last event (now who waits is answered,
         and followers told), or, if it had none, that it was cancelled."""
         self._scopes.pop(record.run_id, None)
+        self._readers.pop(record.run_id, None)
         tell_ends(record, self.store, opened, last)  # a stream left: what it cut
         if last is not None and not record.ended.is_set():
             self.store.append(record.run_id, last)
@@ -280,38 +292,39 @@ class Runs:
             if isinstance(ending, RunFailed)
             else RunFailed(run_id=record.run_id, error_type="LeaseLost", message=message)
         )
-        self._fail(record, taken)
+        _fail(self.store, record, taken)
         record.taken_over = owner
-
-    def _fail(self, record: RunRecord, exc: Exception | RunFailed) -> None:
-        """End ``record``'s run as failed with ``exc`` (or that ``RunFailed``): through the
-        store, or, if the store cannot append, on the record itself (its waiters and
-        followers see the end)."""
-        if record.ended.is_set():
-            return
-        failed = (
-            exc
-            if isinstance(exc, RunFailed)
-            else RunFailed(run_id=record.run_id, error_type=type(exc).__name__, message=str(exc))
-        )
-        try:
-            self.store.append(record.run_id, failed)
-        except Exception as unstored:  # the store may be what failed
-            log.warning(
-                "the run store could not record the run's end (%s: %s); ended on its record",
-                type(unstored).__name__,
-                unstored,
-                extra={"run_id": record.run_id},
-            )
-        if not record.ended.is_set():
-            record.status, record.error = "failed", f"{failed.error_type}: {failed.message}"
-            record.ended.set()
-            record.changed.set()
 
     def _release(self, run_id: str) -> None:
         """The run is over: end the waits of its requests (see ``wait``)."""
         for waiting in self._waiters.pop(run_id, ()):
             waiting.cancel()
+
+
+def _fail(store: RunStore, record: RunRecord, exc: Exception | RunFailed) -> None:
+    """End ``record``'s run as failed with ``exc`` (or that ``RunFailed``): through
+    ``store``, or, if the store cannot append, on the record itself (its waiters and
+    followers see the end)."""
+    if record.ended.is_set():
+        return
+    failed = (
+        exc
+        if isinstance(exc, RunFailed)
+        else RunFailed(run_id=record.run_id, error_type=type(exc).__name__, message=str(exc))
+    )
+    try:
+        store.append(record.run_id, failed)
+    except Exception as unstored:  # the store may be what failed
+        log.warning(
+            "the run store could not record the run's end (%s: %s); ended on its record",
+            type(unstored).__name__,
+            unstored,
+            extra={"run_id": record.run_id},
+        )
+    if not record.ended.is_set():
+        record.status, record.error = "failed", f"{failed.error_type}: {failed.message}"
+        record.ended.set()
+        record.changed.set()
 
 
 def _ended(store: RunStore, run_id: str) -> bool:

@@ -9,6 +9,7 @@ import msgspec
 from regiment._text import shown
 from regiment.errors import ApprovalError
 from regiment.hierarchy import CheckFailed, Event, RunFailed, RunResult, StepCompleted
+from regiment.journal import top_run_id
 from regiment.tools import ApprovalDecision, ApprovalRequest, EditArguments
 
 from ._http import ApiError
@@ -52,6 +53,8 @@ def run_view(
     <reason>"``, as ``regiment show`` says it), a live run's so far too.
     """
     view = run_summary(record) | {"error": record.error, "events": len(record.events)}
+    if record.notes:  # what of its journal could not be read (as `regiment show` notes it)
+        view["not_shown"] = list(record.notes)
     view["pending_approvals"] = [approval_view(request) for request in pending]
     rejections = _rejections(record.events)
     result = record.result
@@ -95,6 +98,12 @@ def _answer(record: RunRecord, result: RunResult, root: str) -> str:
     if result.status != "paused" or record.status != "stalled":
         return result.answer
     run_id = record.run_id
+    if (top := top_run_id(run_id)) is not None:  # its requests are its top run's to decide
+        return (
+            f"paused with run {top}, the run it serves (a nested team's run is not resumed "
+            f"alone): it goes on when that run's approval requests are decided and it is "
+            f"resumed (POST {root}/runs/{top}/resume)"
+        )
     return (
         "paused, and its approval requests have all been decided since: it waits to be "
         f"resumed (POST {root}/runs/{run_id}/resume, or `regiment resume TEAM_FILE {run_id}`)"
@@ -146,18 +155,33 @@ def approval_view(request: ApprovalRequest) -> dict[str, object]:
 
 
 def decided_view(
-    request: ApprovalRequest, decision: ApprovalDecision, kind: str, by: str
+    request: ApprovalRequest,
+    decision: ApprovalDecision,
+    kind: str,
+    by: str,
+    events: str,
+    live: bool,
 ) -> dict[str, object]:
     """What ``POST /approvals/{request_id}`` answers: the request as listed, and what was
     decided; an edit's ``arguments`` are the edited ones (as ``ApprovalResolved``'s are),
-    the model's ``requested_arguments`` beside them. The call's ``tool_call`` guards
-    still judge an edit before the tool runs, after this answer (on a paused run, at its
-    resume): the request's ``ApprovalResolved`` event says what they made of it
-    (``guarded``, ``ran_arguments``, ``guard_reason``)."""
+    the model's ``requested_arguments`` beside them.
+
+    The call's ``tool_call`` guards still judge an edit before the tool runs, after this
+    answer (``live``: its run goes on now; else at its resume): an edit's answer says so,
+    ``"guarded": "pending"``, and ``verdict`` where what they made of it is read (the
+    request's ``ApprovalResolved`` in the run's ``events``: ``guarded``, ``ran_arguments``,
+    ``guard_reason``)."""
     view = {**approval_view(request), "decision": kind, "decided_by": by}
     if isinstance(decision, EditArguments):
         view["requested_arguments"] = request.arguments
         view["arguments"] = decision.arguments
+        when = "before the tool runs" if live else "at the run's resume, before the tool runs"
+        view["guarded"] = "pending"
+        view["verdict"] = (
+            f"the call's tool_call guards (if any) judge the edit {when}, and may rewrite or "
+            f"refuse it: the ApprovalResolved event of request {request.request_id} in GET "
+            f"{events} says what ran (guarded, ran_arguments, guard_reason)"
+        )
     return view
 
 

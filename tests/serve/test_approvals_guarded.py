@@ -56,6 +56,11 @@ async def test_a_live_runs_resolutions_say_what_the_guards_made_of_the_edits() -
         assert (await c.get(f"/runs/{run_id}")).json()["status"] == "completed"
     assert shop.refunds == [("1", 60)]
     assert sorted(str(a["arguments"]) for a in answers) == sorted(map(str, edits.values()))
+    for said in answers:  # it showed only the edit, as if it were what ran
+        assert said["guarded"] == "pending", said
+        verdict = str(said["verdict"])
+        assert verdict.startswith("the call's tool_call guards (if any) judge the edit before")
+        assert f"request {said['request_id']} in GET /runs/{run_id}/events says" in verdict
     by_order = {str(e["arguments"]["order_id"]): e for e in resolved}  # type: ignore[index]
     rewritten, refused = by_order["9"], by_order["2"]
     assert (rewritten["arguments"], rewritten["guarded"], rewritten["ran_arguments"]) == (
@@ -86,6 +91,8 @@ async def test_a_paused_runs_edit_is_resolved_with_the_verdict_on_its_resume(
         )
         assert answer.status_code == 200, answer.text
         assert answer.json()["arguments"] == REWRITTEN  # the person's edit, as decided
+        assert answer.json()["guarded"] == "pending"  # judged at the resume
+        assert "judge the edit at the run's resume" in answer.json()["verdict"]
         resumed = await c.post(f"/runs/{paused['run_id']}/resume?wait=true")
         assert resumed.json()["status"] == "completed", resumed.text
         frames = await run_events(c, paused["run_id"])

@@ -135,7 +135,8 @@ async def test_a_cancel_the_journal_lock_holds_is_503_then_cancels_once_it_is_go
 async def test_a_cancel_of_a_run_stalled_mid_work_leaves_its_lease_alone(journal: str) -> None:
     # A run whose owner stopped renewing its lease mid-work (not at a pause) lists
     # `stalled`; a cancel answers `cancelling: false`, as before, but it took the run's
-    # lease to find that out, so the owner (only frozen a while) had lost its run.
+    # lease to find that out, so the owner (only frozen a while) had lost its run. Now
+    # the answer is a 409 saying why and how to end it (it answered false, no detail).
     run_id = new_id()
     owner = await open_journal(journal)
     try:
@@ -153,7 +154,11 @@ async def test_a_cancel_of_a_run_stalled_mid_work_leaves_its_lease_alone(journal
         assert await owner.append(renewed, event(run_id, 1), durable=True) == 2
     finally:
         await owner.close()
-    assert cancel.json() == {"run_id": run_id, "cancelling": False}
+    assert cancel.status_code == 409, cancel.text
+    assert cancel.json()["error"] == "cannot cancel"
+    detail = cancel.json()["detail"]
+    assert f"run {run_id} is stalled mid-work" in detail, detail
+    assert f"POST /runs/{run_id}/resume, then POST /runs/{run_id}/cancel" in detail, detail
     assert still == "stalled"
 
 

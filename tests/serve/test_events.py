@@ -113,7 +113,8 @@ async def test_an_idle_stream_sends_keep_alive_comments_then_cancel_ends_it() ->
         view = (await c.get(f"/runs/{run_id}")).json()
         assert view["status"] == "cancelled"
         again = (await c.post(f"/runs/{run_id}/cancel")).json()
-        assert again == {"run_id": run_id, "cancelling": False}
+        assert (again["cancelling"], again["status"]) == (False, "cancelled"), again
+        assert again["detail"].startswith(f"run {run_id} has already ended (cancelled)")
 
 
 @pytest.mark.parametrize("keepalive", [-1, 0, float("nan"), float("inf"), True])
