@@ -1,0 +1,113 @@
+"""A guard chain cut mid-way charges the judge calls it made that had answered.
+
+A chain of two guards, the first of whose ``judge`` call answered and the second's was
+held until the run's cancel cut it, charged only the cut call (at its most): the first
+judge's reply, billed by its provider, was in no count (its chain never returned what it
+spent). Now a cut chain charges what its answered judges reported, to the role whose call
+they judged (a step's worker; a planner-side call's role, as its ``CutWatch`` is cut),
+one model call each, and that is no estimate.
+
+The second judge's model is held on an Event it never gets; the run is cancelled once it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Literal
+
+import anyio
+import pytest
+
+from regiment.hierarchy import Budget, Planner, RunCompleted, RunResult, Team, Worker
+from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge
+from regiment.models import Message, ModelRequest, Price, ScriptedModel, Usage, priced
+
+pytestmark = pytest.mark.anyio
+
+PRICE = Price(input=1.0, output=1.0)
+MAX_TOKENS = ModelRequest(messages=()).max_tokens  # the judge's request holds no other
+FIRST = ModelRequest(messages=(Message.user("is this fine?"),))
+
+
+def _brain(request: ModelRequest) -> str:
+    if request.role == "planner":
+        return json.dumps({"steps": [{"id": "s1", "description": "draft"}]})
+    return "drafted"
+
+
+async def _cut_on_second_judge(side: Literal["step", "planner"]) -> tuple[RunResult, Usage]:
+    judging, never = anyio.Event(), anyio.Event()
+    said: list[Usage] = []
+
+    async def held(request: ModelRequest) -> str:
+        judging.set()
+        await never.wait()  # until the run's cancel cuts it
+        return "fine"
+
+    quick = ScriptedModel(lambda request: "fine", price=PRICE)
+    slow = ScriptedModel(held, price=PRICE)
+
+    async def first(subject: ReplySubject) -> Outcome:
+        said.append((await judge(quick, FIRST)).usage)
+        return Pass()
+
+    async def second(subject: ReplySubject) -> Outcome:
+        await judge(slow, ModelRequest(messages=(Message.user("and this?"),)))
+        return Pass()
+
+    model = ScriptedModel(_brain, price=PRICE)
+    chain = [first, second]
+    team = Team(
+        name="chained",
+        planner=Planner(model=model, guardrails=[] if side == "step" else chain),
+        workers=[
+            Worker(
+                name="w",
+                description="drafts",
+                model=model,
+                guardrails=chain if side == "step" else [],
+            )
+        ],
+        budget=Budget(usd=1.0),
+    )
+    async with team.start() as running:
+        async with running.stream("draft") as events:
+            async for _ in events:
+                await judging.wait()
+                break  # leaving the block cancels the run
+        ending = events.ending
+    assert isinstance(ending, RunCompleted)
+    assert ending.result.status == "cancelled"
+    (first_said,) = said
+    assert first_said.total_tokens > 0
+    return ending.result, first_said
+
+
+async def test_a_steps_cut_chain_charges_its_answered_judge(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    result, said = await _cut_on_second_judge("step")
+    assert result.model_calls == 4  # the plan, the step's reply, both judge calls
+    (line,) = [r.getMessage() for r in caplog.records if "judge call(s) answered" in r.getMessage()]
+    assert line.startswith("w: ")
+    estimated = result.estimated_usage
+    assert estimated.output_tokens == MAX_TOKENS  # only the cut one is an estimate
+    # the step's reply (in its report) + the cut judge at its most + the answered judge
+    spent = result.usage_by_role["w"]
+    assert spent.micro_usd >= estimated.micro_usd + priced(said, PRICE).micro_usd
+
+
+async def test_a_planner_guards_cut_chain_charges_its_answered_judge(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    result, said = await _cut_on_second_judge("planner")
+    assert result.model_calls == 3  # the plan, both judge calls
+    lines = [r.getMessage() for r in caplog.records if "answered before the call" in r.getMessage()]
+    assert len(lines) == 1
+    estimated = result.estimated_usage
+    assert estimated.output_tokens == MAX_TOKENS
+    spent = result.usage_by_role["planner"]  # the plan's reply, the cut judge, the answered
+    assert spent.micro_usd > estimated.micro_usd + priced(said, PRICE).micro_usd
