@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Literal
 
 import anyio
@@ -22,6 +23,10 @@ import pytest
 from regiment.hierarchy import Budget, Planner, RunCompleted, RunResult, Team, Worker
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge
 from regiment.models import Message, ModelRequest, Price, ScriptedModel, Usage, priced
+
+from ..models import messages_api
+from ..models.standin import Reply, StandIn, serve
+from .held_call import CLAUDE, FREE, USD, held_model
 
 pytestmark = pytest.mark.anyio
 
@@ -111,3 +116,59 @@ async def test_a_planner_guards_cut_chain_charges_its_answered_judge(
     assert estimated.output_tokens == MAX_TOKENS
     spent = result.usage_by_role["planner"]  # the plan's reply, the cut judge, the answered
     assert spent.micro_usd > estimated.micro_usd + priced(said, PRICE).micro_usd
+
+
+@pytest.fixture
+async def judges_api() -> AsyncIterator[StandIn]:
+    """A stand-in Messages API that answers its first call (11 input, 7 output tokens)
+    and never its second."""
+    async for server in serve(messages_api.message([{"type": "text", "text": "fine"}])):
+        server.queue(messages_api.message([{"type": "text", "text": "fine"}]))
+        server.queue(Reply(200, {}, hold=True))
+        yield server
+
+
+async def test_judges_on_the_messages_api_cut_mid_chain_are_charged_what_they_said(
+    judges_api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Claude through its SDK: the synthesis' reply guards ask it in turn; the first
+    judge's reply says what it spent, the second judge call is held until the cancel."""
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    claude = held_model(judges_api.base_url)
+    held = anyio.Event()
+
+    async def first(subject: ReplySubject) -> Outcome:
+        await judge(claude, FIRST)
+        return Pass()
+
+    async def second(subject: ReplySubject) -> Outcome:
+        held.set()
+        await judge(claude, ModelRequest(messages=(Message.user("and this?"),)))
+        return Pass()
+
+    model = ScriptedModel(_brain, price=FREE)
+    team = Team(
+        name="chained",
+        planner=Planner(model=model, synthesizer_guardrails=[first, second]),
+        workers=[Worker(name="w", description="drafts", model=model)],
+        budget=Budget(usd=USD),
+    )
+    async with team.start() as running:
+        async with running.stream("draft") as events:
+            async for _ in events:
+                await held.wait()
+                with anyio.fail_after(30):  # a hang guard: until the second call is held
+                    while len(judges_api.requests) < 2:
+                        judges_api.received = anyio.Event()
+                        await judges_api.received.wait()
+                break  # leaving the block cancels the run
+        ending = events.ending
+    assert isinstance(ending, RunCompleted)
+    result = ending.result
+    assert result.status == "cancelled"
+    most = result.estimated_usage  # the held judge call, at its most
+    assert most.output_tokens == 200  # held_model's max_tokens
+    said = priced(Usage(input_tokens=11, output_tokens=7), CLAUDE)
+    # the scripted roles are free: the synthesizer's money is the two judge calls'
+    assert result.usage_by_role["synthesizer"].micro_usd == most.micro_usd + said.micro_usd
+    assert result.model_calls == 5  # plan, s1, the synthesis, both judge calls
