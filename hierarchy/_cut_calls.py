@@ -33,6 +33,7 @@ __all__ = (
     "Charging",
     "CutWatch",
     "answered_cut",
+    "asked_again",
     "billed",
     "cut_charged",
     "judge_cut",
@@ -57,6 +58,17 @@ def replied(usage: Usage) -> None:
     watch = _WATCHED.get()
     if watch is not None:
         watch.got = (usage, 1)
+
+
+def asked_again(request: ModelRequest, spent: Usage, calls: int) -> None:
+    """The planner-side call watched in this task asks its model again with ``request``
+    (a synthesis re-asked for an empty or invalid answer), its ``calls`` asks so far
+    having spent ``spent``, not yet charged: cut from now on, they are charged at that,
+    and the new ask at its most (or at what its reply said, once it came back)."""
+    watch = _WATCHED.get()
+    if watch is not None and (flying := watch._flying) is not None:
+        watch._flying = (flying[0], flying[1], flying[2], request)
+        watch.earlier, watch.got = (spent, calls), None
 
 
 def judge_sent(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> object:
@@ -133,6 +145,7 @@ class CutWatch:
         "_spent",
         "_where",
         "answered_judges",
+        "earlier",
         "got",
         "judges",
         "settled",
@@ -150,6 +163,8 @@ class CutWatch:
         self._call = ("", "")  # the watched call's key and role, once sent
         # what its reply (or its failure) spent, in how many model calls, once it came back
         self.got: tuple[Usage, int] | None = None
+        # what its earlier asks spent (a synthesis asked again), not in ``got``
+        self.earlier: tuple[Usage, int] | None = None
         self._reset: Token[CutWatch | None] | None = None
         # its guards' judge calls in flight (key, role, caller, request): cut with it
         self.judges: list[tuple[str, str, ModelCaller, ModelRequest]] = []
@@ -162,7 +177,7 @@ class CutWatch:
     def sent(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> CutWatch:
         """Watch the call ``key`` of ``role`` about to be sent (``with``: while it runs)."""
         self.dropped()  # one before it whose reply the planner never took (none, as a rule)
-        self._flying, self.got = (key, role, caller, request), None
+        self._flying, self.got, self.earlier = (key, role, caller, request), None, None
         self._call, self.settled = (key, role), False
         return self
 
@@ -181,17 +196,18 @@ class CutWatch:
             self.cut()
             return
         # failed: watched until the planner takes the failure, which charges what it
-        # says it spent; dropped, it is charged here (a tripped reply: in ``pending``)
-        self._flying, self.got = None, billed(exc)
+        # says it spent (its earlier asks' too); dropped, it is charged here (a tripped
+        # reply: in ``pending``)
+        self._flying, self.got, self.earlier = None, billed(exc), None
 
     def answered(self, usage: Usage, calls: int) -> None:
         """The call's reply came back, having spent ``usage`` in ``calls`` model calls."""
         if self._flying is not None:
-            self.got = (usage, calls)
+            self.got, self.earlier = (usage, calls), None  # its earlier asks' with it
 
     def accepted(self) -> None:
         """The planner took the reply: charged with it, it is watched no more."""
-        self._flying = self.got = None
+        self._flying = self.got = self.earlier = None
         self.answered_judges.clear()
 
     def dropped(self) -> None:
@@ -214,9 +230,11 @@ class CutWatch:
         and those that answered at what they spent."""
         while self.judges:
             self.judge_cut(self.judges.pop())
-        flying, got = self._flying, self.got
-        self._flying = self.got = None
+        flying, got, earlier = self._flying, self.got, self.earlier
+        self._flying = self.got = self.earlier = None
         self.settled = True
+        if earlier is not None:  # a synthesis' earlier asks: what their replies reported
+            self._charge_got(*earlier)
         if flying is not None and got is None:
             key, role, caller, request = flying
             most = most_spent(caller, request)
