@@ -272,12 +272,13 @@ class CutWatch:
         for role, usage in spent:
             self._spent.charge(role, usage, model_calls=1)
             total = total + usage
+        key = self._call[0]
         _log.info(
-            "%s: the guardrails of its model call %s made %d model call(s) that answered "
-            "before the call was cut or its reply dropped; their providers billed them, so "
-            "the run counts what they reported: %d tokens, $%.6f",
+            "%s: the guardrails of %s made %d model call(s) that answered before it was "
+            "cut or its reply dropped; their providers billed them, so the run counts what "
+            "they reported: %d tokens, $%.6f",
             self._where,
-            self._call[0],
+            f"its model call {key}" if key else "its plan or answer check",
             len(spent),
             total.total_tokens,
             total.micro_usd / _PER_MILLION,

@@ -110,7 +110,9 @@ async def test_a_planner_guards_cut_chain_charges_its_answered_judge(
     caplog.set_level(logging.INFO, logger="regiment.run")
     result, said = await _cut_on_second_judge("planner")
     assert result.model_calls == 3  # the plan, both judge calls
-    lines = [r.getMessage() for r in caplog.records if "answered before the call" in r.getMessage()]
+    lines = [
+        r.getMessage() for r in caplog.records if "answered before it was cut" in r.getMessage()
+    ]
     assert len(lines) == 1
     estimated = result.estimated_usage
     assert estimated.output_tokens == MAX_TOKENS
