@@ -83,11 +83,13 @@ def judge_sent(key: str, role: str, caller: ModelCaller, request: ModelRequest) 
     return judge
 
 
-def judge_done(judge: object, *, cut: bool = False, usage: Usage | None = None) -> None:
+def judge_done(
+    judge: object, *, cut: bool = False, usage: Usage | None = None, calls: int = 1
+) -> None:
     """The judge call ``judge_sent`` watched has ended (``cut``: cut in flight, by a
     cancel from outside: charged at its most now, unless its watch's cut charged it;
-    ``usage``: answered, having spent that: charged with its call if that is cut before
-    its guards are done, ``judges_handed``)."""
+    ``usage``: answered (or failed), having spent that in ``calls`` model calls: charged
+    with its call if that is cut before its guards are done, ``judges_handed``)."""
     watch = _WATCHED.get()
     if watch is None or judge is None:
         return
@@ -96,8 +98,9 @@ def judge_done(judge: object, *, cut: bool = False, usage: Usage | None = None) 
             del watch.judges[i]
             if cut:
                 watch.judge_cut(watched)
-            elif usage is not None:
+            elif usage is not None:  # one model call each, as its chain charges them
                 watch.answered_judges.append((watched[1], usage))
+                watch.answered_judges.extend((watched[1], Usage()) for _ in range(calls - 1))
             return
 
 

@@ -341,7 +341,7 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
             judge_done(watched, cut=True)
         raise
     except ModelError as exc:  # a refused reply, a broken stream: billed all the same
-        judge_done(watched, usage=exc.usage)
+        judge_done(watched, usage=exc.usage, calls=exc.model_calls)
         if exc.usage is not None:  # charged as replies: one model call each
             spend.responses.append(_failed(exc.usage))
             spend.responses.extend(_failed(Usage()) for _ in range(exc.model_calls - 1))

@@ -12,6 +12,7 @@ The second judge's model is held on an Event it never gets; the run is cancelled
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from typing import Literal
 import anyio
 import pytest
 
+from regiment.errors import ModelRefused
 from regiment.hierarchy import Budget, Planner, RunCompleted, RunResult, Team, Worker
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge
 from regiment.models import Message, ModelRequest, Price, ScriptedModel, Usage, priced
@@ -174,3 +176,46 @@ async def test_judges_on_the_messages_api_cut_mid_chain_are_charged_what_they_sa
     # the scripted roles are free: the synthesizer's money is the two judge calls'
     assert result.usage_by_role["synthesizer"].micro_usd == most.micro_usd + said.micro_usd
     assert result.model_calls == 5  # plan, s1, the synthesis, both judge calls
+
+
+async def test_a_refused_judge_before_the_cut_is_charged_its_calls() -> None:
+    """The first judge's model refuses, having spent tokens in two model calls (the
+    guard catches it and asks another); the second is held until the cancel."""
+    judging, never = anyio.Event(), anyio.Event()
+    refused_usage = Usage(input_tokens=9, output_tokens=2, micro_usd=11)
+
+    async def refusing(request: ModelRequest) -> str:
+        raise ModelRefused("refused", usage=refused_usage, model_calls=2)
+
+    async def held(request: ModelRequest) -> str:
+        judging.set()
+        await never.wait()  # until the run's cancel cuts it
+        return "fine"
+
+    refuser = ScriptedModel(refusing, price=PRICE)
+    slow = ScriptedModel(held, price=PRICE)
+
+    async def guard(subject: ReplySubject) -> Outcome:
+        with contextlib.suppress(ModelRefused):
+            await judge(refuser, FIRST)
+        await judge(slow, ModelRequest(messages=(Message.user("and this?"),)))
+        return Pass()
+
+    model = ScriptedModel(_brain, price=PRICE)
+    team = Team(
+        name="refused",
+        planner=Planner(model=model, guardrails=[guard]),
+        workers=[Worker(name="w", description="drafts", model=model)],
+        budget=Budget(usd=1.0),
+    )
+    async with team.start() as running:
+        async with running.stream("draft") as events:
+            async for _ in events:
+                await judging.wait()
+                break  # leaving the block cancels the run
+        ending = events.ending
+    assert isinstance(ending, RunCompleted)
+    result = ending.result
+    assert result.model_calls == 4  # the plan, the refused judge's two calls, the held one
+    planner = result.usage_by_role["planner"]
+    assert planner.micro_usd > result.estimated_usage.micro_usd + refused_usage.micro_usd
