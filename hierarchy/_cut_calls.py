@@ -1,10 +1,10 @@
 """Model calls cut in flight in a live run, charged as their providers bill them.
 
 A run's planner-side call is watched (``CutWatch``) from its send until the planner takes
-its reply, and with it the judge calls its guards make meanwhile (``judge_sent``); a
-step's guards' judge calls are charged through their purse (``cut_charged``). Each cut
-call is charged at what its reply reported, if one came back, else at its most
-(``_in_flight.charge_cut``: an estimate).
+its reply (or its failure), and with it the judge calls its guards make meanwhile
+(``judge_sent``), those in flight and those answered; a step's guards' judge calls are
+charged through their purse (``cut_charged``). Each cut call is charged at what its reply
+reported, if one came back, else at its most (``_in_flight.charge_cut``: an estimate).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, final
 
 import anyio
 
+from regiment.errors import ModelError, OutputInvalid
 from regiment.hierarchy._in_flight import charge_cut, most_spent
 from regiment.journal import ModelCallStarted
 from regiment.models import ModelRequest, ModelResponse, Usage
@@ -26,14 +27,19 @@ if TYPE_CHECKING:
     from regiment.hierarchy._model_call import ModelCaller
     from regiment.hierarchy._spent import Spent
     from regiment.hierarchy.guard._judge import JudgeCall, Purse
+    from regiment.hierarchy.guard._roles import GuardRole
 
 __all__ = (
     "Charging",
     "CutWatch",
+    "answered_cut",
+    "asked_again",
+    "billed",
     "cut_charged",
     "judge_cut",
     "judge_done",
     "judge_sent",
+    "judges_handed",
     "replied",
 )
 
@@ -54,6 +60,17 @@ def replied(usage: Usage) -> None:
         watch.got = (usage, 1)
 
 
+def asked_again(request: ModelRequest, spent: Usage, calls: int) -> None:
+    """The planner-side call watched in this task asks its model again with ``request``
+    (a synthesis re-asked for an empty or invalid answer), its ``calls`` asks so far
+    having spent ``spent``, not yet charged: cut from now on, they are charged at that,
+    and the new ask at its most (or at what its reply said, once it came back)."""
+    watch = _WATCHED.get()
+    if watch is not None and (flying := watch._flying) is not None:
+        watch._flying = (flying[0], flying[1], flying[2], request)
+        watch.earlier, watch.got = (spent, calls), None
+
+
 def judge_sent(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> object:
     """A guard's judge call is sent from inside the planner-side call watched in this
     task, if any: watched with it (cut with it, it is charged at its most too). What to
@@ -66,9 +83,13 @@ def judge_sent(key: str, role: str, caller: ModelCaller, request: ModelRequest) 
     return judge
 
 
-def judge_done(judge: object, *, cut: bool = False) -> None:
+def judge_done(
+    judge: object, *, cut: bool = False, usage: Usage | None = None, calls: int = 1
+) -> None:
     """The judge call ``judge_sent`` watched has ended (``cut``: cut in flight, by a
-    cancel from outside: charged at its most now, unless its watch's cut charged it)."""
+    cancel from outside: charged at its most now, unless its watch's cut charged it;
+    ``usage``: answered (or failed), having spent that in ``calls`` model calls: charged
+    with its call if that is cut before its guards are done, ``judges_handed``)."""
     watch = _WATCHED.get()
     if watch is None or judge is None:
         return
@@ -77,7 +98,32 @@ def judge_done(judge: object, *, cut: bool = False) -> None:
             del watch.judges[i]
             if cut:
                 watch.judge_cut(watched)
+            elif usage is not None:  # one model call each, as its chain charges them
+                watch.answered_judges.append((watched[1], usage))
+                watch.answered_judges.extend((watched[1], Usage()) for _ in range(calls - 1))
             return
+
+
+def judges_handed() -> bool:
+    """A guard chain of the planner-side call watched in this task is done: what its
+    judges spent goes to the run's guard log (``GuardLog.spent``), charged from there.
+    Whether it is the log's to charge (``False``: the call was cut meanwhile, and its
+    watch charged it all: a guard that ran on in a thread, say)."""
+    watch = _WATCHED.get()
+    if watch is None:
+        return True
+    watch.answered_judges.clear()
+    return not watch.settled
+
+
+def billed(error: BaseException | None) -> tuple[Usage, int] | None:
+    """What a failed planner-side call spent all the same, and in how many model
+    calls: a refused reply, or structured answers that never validated."""
+    if isinstance(error, ModelError) and error.usage is not None:
+        return error.usage, error.model_calls
+    if isinstance(error, OutputInvalid) and error.usage is not None:
+        return error.usage, error.attempts
+    return None
 
 
 @final
@@ -88,24 +134,54 @@ class CutWatch:
     outside (its block's exit). Cut before its reply came back, it is charged at its most
     (``charge_cut``); after (its guards judged it, or it waited for the planner's turn
     and the run wound down meanwhile), at what the reply said it spent. It is watched
-    until the planner takes its reply (``accepted``), or it is dropped (``dropped``)."""
+    until the planner takes its reply or its failure (``accepted``), or it is dropped
+    (``dropped``): a failure that says what it spent (``billed``) is charged so too. Its
+    guards' judge calls are charged with it: those in flight at their most, those that
+    answered at what they spent, and what its guards' log holds uncharged (``pending``:
+    ``GuardLog.spent``, a tripped reply's too)."""
 
-    __slots__ = ("_flying", "_reset", "_spent", "_where", "got", "judges")
+    __slots__ = (
+        "_call",
+        "_flying",
+        "_pending",
+        "_reset",
+        "_spent",
+        "_where",
+        "answered_judges",
+        "earlier",
+        "got",
+        "judges",
+        "settled",
+    )
 
-    def __init__(self, spent: Spent, where: str) -> None:
+    def __init__(
+        self,
+        spent: Spent,
+        where: str,
+        pending: list[tuple[GuardRole, ModelResponse]] | None = None,
+    ) -> None:
         self._spent, self._where = spent, where
         # the call in flight: its key, role, caller and request (its most worked out if cut)
         self._flying: tuple[str, str, ModelCaller, ModelRequest] | None = None
-        # what its reply spent, in how many model calls, once it came back
+        self._call = ("", "")  # the watched call's key and role, once sent
+        # what its reply (or its failure) spent, in how many model calls, once it came back
         self.got: tuple[Usage, int] | None = None
+        # what its earlier asks spent (a synthesis asked again), not in ``got``
+        self.earlier: tuple[Usage, int] | None = None
         self._reset: Token[CutWatch | None] | None = None
         # its guards' judge calls in flight (key, role, caller, request): cut with it
         self.judges: list[tuple[str, str, ModelCaller, ModelRequest]] = []
+        # its guards' judge calls answered, their chain not done (role, usage)
+        self.answered_judges: list[tuple[str, Usage]] = []
+        # the run's guard log's charges not yet taken by the planner (role, response)
+        self._pending: list[tuple[GuardRole, ModelResponse]] = [] if pending is None else pending
+        self.settled = False  # the call was cut: all it and its guards spent is charged
 
     def sent(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> CutWatch:
         """Watch the call ``key`` of ``role`` about to be sent (``with``: while it runs)."""
         self.dropped()  # one before it whose reply the planner never took (none, as a rule)
-        self._flying, self.got = (key, role, caller, request), None
+        self._flying, self.got, self.earlier = (key, role, caller, request), None, None
+        self._call, self.settled = (key, role), False
         return self
 
     def __enter__(self) -> None:
@@ -121,21 +197,27 @@ class CutWatch:
             return  # answered: watched until the planner takes the reply (``answered``)
         if issubclass(kind, anyio.get_cancelled_exc_class()):
             self.cut()
-        self._flying = None  # failed: its error says what it spent
+            return
+        # failed: watched until the planner takes the failure, which charges what it
+        # says it spent (its earlier asks' too); dropped, it is charged here (a tripped
+        # reply: in ``pending``)
+        self._flying, self.got, self.earlier = None, billed(exc), None
 
     def answered(self, usage: Usage, calls: int) -> None:
         """The call's reply came back, having spent ``usage`` in ``calls`` model calls."""
         if self._flying is not None:
-            self.got = (usage, calls)
+            self.got, self.earlier = (usage, calls), None  # its earlier asks' with it
 
     def accepted(self) -> None:
         """The planner took the reply: charged with it, it is watched no more."""
-        self._flying = self.got = None
+        self._flying = self.got = self.earlier = None
+        self.answered_judges.clear()
 
     def dropped(self) -> None:
-        """The call's reply was handed to the planner, which did not take it (the run
-        winding down, the call superseded): charge it now, if nothing did."""
-        if self._flying is not None and self.got is not None:
+        """The call's reply (or failure) was handed to the planner, which did not take it
+        (the run winding down, the call superseded): charge it now, if nothing did, and
+        what its guards spent."""
+        if self.got is not None or self.answered_judges or self._pending:
             self.cut()
 
     def judge_cut(self, judge: tuple[str, str, ModelCaller, ModelRequest]) -> None:
@@ -147,19 +229,26 @@ class CutWatch:
 
     def cut(self) -> None:
         """The call in flight, if any, is cut: charge it at what its reply spent if it
-        came back, else at its most; and its guards' judge calls in flight at their most."""
+        came back, else at its most; its guards' judge calls in flight at their most,
+        and those that answered at what they spent."""
         while self.judges:
             self.judge_cut(self.judges.pop())
-        if (flying := self._flying) is None:
-            return
-        got, self._flying, self.got = self.got, None, None
-        key, role, caller, request = flying
-        if got is None:
+        flying, got, earlier = self._flying, self.got, self.earlier
+        self._flying = self.got = self.earlier = None
+        self.settled = True
+        if earlier is not None:  # a synthesis' earlier asks: what their replies reported
+            self._charge_got(*earlier)
+        if flying is not None and got is None:
+            key, role, caller, request = flying
             most = most_spent(caller, request)
             started = ModelCallStarted(run_id="", call_key=key, role=role, most=most)
             charge_cut(self._spent, started, f"{self._where}: {role}")
-            return
-        usage, calls = got
+        elif got is not None:
+            self._charge_got(*got)
+        self._charge_judges()
+
+    def _charge_got(self, usage: Usage, calls: int) -> None:
+        key, role = self._call
         self._spent.charge(role, usage, model_calls=calls)
         _log.info(
             "%s: %s: the reply to its model call %s came back as the run wound down (or "
@@ -172,6 +261,30 @@ class CutWatch:
             usage.whole_input_tokens,
             usage.output_tokens,
             usage.micro_usd / _PER_MILLION,
+        )
+
+    def _charge_judges(self) -> None:
+        """Charge what the call's guards spent and the planner did not take: the judge
+        calls that answered, and the guard log's charges (one model call each)."""
+        spent = [*self.answered_judges, *((r, got.usage) for r, got in self._pending)]
+        self.answered_judges.clear()
+        self._pending.clear()
+        if not spent:
+            return
+        total = Usage()
+        for role, usage in spent:
+            self._spent.charge(role, usage, model_calls=1)
+            total = total + usage
+        key = self._call[0]
+        _log.info(
+            "%s: the guardrails of %s made %d model call(s) that answered before it was "
+            "cut or its reply dropped; their providers billed them, so the run counts what "
+            "they reported: %d tokens, $%.6f",
+            self._where,
+            f"its model call {key}" if key else "its plan or answer check",
+            len(spent),
+            total.total_tokens,
+            total.micro_usd / _PER_MILLION,
         )
 
 
@@ -195,6 +308,26 @@ def cut_charged(purse: Purse, spent: Spent) -> Purse:
     cancel, the wall clock) are charged to ``spent`` (the run's, in its process) at their
     most, as the run's other calls cut so are (``charge_cut``)."""
     return Charging(purse, spent)
+
+
+def answered_cut(spent: Spent, role: str, responses: Sequence[ModelResponse]) -> None:
+    """A guard chain judging ``role``'s call was cut: charge ``spent`` with the judge
+    calls it made that answered, at what they reported (one model call each); those of a
+    planner-side call are its ``CutWatch``'s to charge (it charged them as it was cut)."""
+    if _WATCHED.get() is not None:
+        return
+    total = Usage()
+    for response in responses:
+        spent.charge(role, response.usage, model_calls=1)
+        total = total + response.usage
+    _log.info(
+        "%s: a guard chain judging its call was cut after %d judge call(s) answered; "
+        "their providers billed them, so the run counts what they reported: %d tokens, $%.6f",
+        role,
+        len(responses),
+        total.total_tokens,
+        total.micro_usd / _PER_MILLION,
+    )
 
 
 def judge_cut(

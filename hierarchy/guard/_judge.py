@@ -52,6 +52,7 @@ __all__ = (
     "judging_reply",
     "judging_within",
     "ledger_purse",
+    "purse_spent",
     "spending",
     "unpriced_judge",
 )
@@ -340,12 +341,12 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
             judge_done(watched, cut=True)
         raise
     except ModelError as exc:  # a refused reply, a broken stream: billed all the same
-        judge_done(watched)
+        judge_done(watched, usage=exc.usage, calls=exc.model_calls)
         if exc.usage is not None:  # charged as replies: one model call each
             spend.responses.append(_failed(exc.usage))
             spend.responses.extend(_failed(Usage()) for _ in range(exc.model_calls - 1))
         raise
-    judge_done(watched)
+    judge_done(watched, usage=response.usage)  # cut before its chain is done: charged
     spend.responses.append(response)
     if tape is not None and key is not None:
         await tape.record(key, response)
@@ -355,10 +356,14 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
 def _cut(spend: Spend, key: str | None, caller: ModelCaller, request: ModelRequest) -> None:
     """A judge call cut in flight: its run (in this process) charges it at its most, to
     the role whose call its guard judged, if its purse says where (``cut_charged``)."""
-    purse = _PURSE.get()
-    spent = purse.spent if isinstance(purse, (Charging, _NestedPurse)) else None
-    if spent is not None:
+    if (spent := purse_spent()) is not None:
         judge_cut(spent, key or f"guard/{spend.guard}", spend.role, caller, request)
+
+
+def purse_spent() -> Spent | None:
+    """Where the run (in this process) charges its guards' judge calls cut in flight."""
+    purse = _PURSE.get()
+    return purse.spent if isinstance(purse, (Charging, _NestedPurse)) else None
 
 
 def _held(caller: ModelCaller, request: ModelRequest, spend: Spend, who: JudgeCall) -> ModelRequest:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, final
 
 import msgspec
 
+from regiment.hierarchy._cut_calls import judges_handed
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
 from regiment.hierarchy.guard._judge import JudgeTape, judging_reply
 from regiment.hierarchy.guard._note import GuardNote
@@ -40,8 +41,13 @@ class GuardLog:
     spent: list[tuple[GuardRole, ModelResponse]] = field(default_factory=list)
     tape: JudgeTape | None = None
 
-    def charge(self, role: GuardRole, checked: Checked[Any]) -> None:
+    def charge(self, role: GuardRole, checked: Checked[Any]) -> bool:
+        """Charge what a chain's judges spent, unless the planner-side call it guards
+        was cut meanwhile (its ``CutWatch`` charged it all): whether it did."""
+        if not judges_handed():
+            return False
         self.spent.extend((role, response) for response in checked.spent)
+        return True
 
 
 class Caller(Protocol):
@@ -115,8 +121,8 @@ class GuardedCaller:
         done = ReplySubject(role=role, worker=None, step_id=None, response=response)
         with judging_reply(response.usage):  # charged after: its judges count it spent
             judged = await run_chain(self._reply, done, self._telemetry, self._log.notes, where)
-        self._log.charge(role, judged)
-        if judged.tripped is not None:  # the reply was billed all the same: charge it
+        charged = self._log.charge(role, judged)
+        if judged.tripped is not None and charged:  # billed all the same: charge it
             self._log.spent.append((role, response))
             raise tripped(judged, "model_reply")
         response = judged.subject.response

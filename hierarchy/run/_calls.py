@@ -115,6 +115,7 @@ class PhaseCalls:
         telemetry, guards = team.telemetry, team.guards
         log = GuardLog() if guard_log is None else guard_log  # what the role guards did
         self._tape = log.tape  # where their judge calls are journaled (replayed)
+        self._guard_spent = log.spent  # their charges: a dropped call's watch charges them
         planner_call, synth, critic_call, self._compressor = team.role_callers  # made once
         self._planner: Caller = planner_call
         self._synth: Caller = synth
@@ -174,7 +175,7 @@ class PhaseCalls:
                 return held_limit(ledger)
             request = held
         if self._watch is None and holds_calls(ledger.budget):  # a call cut is charged
-            self._watch = CutWatch(ledger.spent, f"run {self._run_id}")
+            self._watch = CutWatch(ledger.spent, f"run {self._run_id}", self._guard_spent)
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)

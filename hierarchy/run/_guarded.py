@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, assert_never
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor
-from regiment.errors import GuardrailError, ModelError, OutputInvalid, PlanError, RunError
+from regiment.errors import GuardrailError, PlanError, RunError
+from regiment.hierarchy._cut_calls import billed
 from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._model_call import described
 from regiment.hierarchy._nested_afford import Unaffordable
@@ -48,7 +49,7 @@ from regiment.hierarchy.run._phase import (
 )
 from regiment.hierarchy.run._prompting import PlanReading, Prompting
 from regiment.hierarchy.run._runtime import TeamRuntime
-from regiment.models import ModelRequest, ModelResponse, Usage
+from regiment.models import ModelRequest, ModelResponse
 
 __all__ = ("GuardedActor",)
 
@@ -204,16 +205,6 @@ class GuardedActor(Actor[PlannerMessage, None]):
                     self._ask("synthesis", again)
                 case error:
                     self._fail(error)
-
-
-def billed(error: Exception | None) -> tuple[Usage, int] | None:
-    """What a failed planner-side call spent all the same, and in how many model
-    calls: a refused reply, or structured answers that never validated."""
-    if isinstance(error, ModelError) and error.usage is not None:
-        return error.usage, error.model_calls
-    if isinstance(error, OutputInvalid) and error.usage is not None:
-        return error.usage, error.attempts
-    return None
 
 
 def model_failure(reply: ModelReplied) -> RunError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
@@ -21,13 +22,14 @@ import msgspec
 from regiment.actors import ActorContext
 from regiment.errors import GuardrailError, PlanError
 from regiment.hierarchy._critic import Critic
+from regiment.hierarchy._cut_calls import CutWatch
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._planner import Planner, no_plan_advice
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy.events import Event, GuardrailRewrote, GuardrailTripped
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
-from regiment.hierarchy.guard._judge import JudgeCall, Purse, judging_within
+from regiment.hierarchy.guard._judge import JudgeCall, Purse, judging_within, purse_spent
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._roles import GuardLog, GuardRole, RoleGuards
 from regiment.hierarchy.guard._step import tripped
@@ -80,6 +82,8 @@ class RunGuards:
     answer_retried: bool = False
     _token: int = 0
     _scope: anyio.CancelScope | None = None
+    # under a budget on calls or spending: charges the check's judge calls if it is cut
+    _watch: CutWatch | None = None
 
     def drain(self) -> tuple[GuardNote, ...]:
         """The notes left since the last drain."""
@@ -160,11 +164,16 @@ class RunGuards:
         """Whether ``judged`` answers the latest check (not one cancelled since)."""
         if judged.token != self._token:
             return False
-        self._scope = None
+        self._scope = self._watch = None  # what its judges spent: in the log, charged from it
         return True
 
     def stop(self) -> None:
-        """Cancel the check in flight, if any; its verdict will not be accepted."""
+        """Cancel the check in flight, if any; its verdict will not be accepted. Its judge
+        calls are charged now, before the run's result is made (``CutWatch``): those in
+        flight at their most, those that answered at what they reported."""
+        if self._watch is not None:
+            self._watch.cut()
+            self._watch = None
         if self._scope is not None:
             self._scope.cancel()
             self._scope = None
@@ -180,7 +189,10 @@ class RunGuards:
     ) -> None:
         self._token += 1
         self._scope = anyio.CancelScope()
-        ctx.start_soon(self._run, ctx, chain, subject, adopted, where, self._token, self._scope)
+        if (spent := purse_spent()) is not None:  # the run's, in the purse judging_within set
+            self._watch = CutWatch(spent, f"run {self.run_id}", self.log.spent)
+        held = (self._token, self._scope, self._watch)
+        ctx.start_soon(self._run, ctx, chain, subject, adopted, where, held)
 
     async def _run(
         self,
@@ -189,10 +201,10 @@ class RunGuards:
         subject: PlanSubject | AnswerSubject,
         adopted: PlanAdopted | None,
         where: Where,
-        token: int,
-        scope: anyio.CancelScope,
+        held: tuple[int, anyio.CancelScope, CutWatch | None],
     ) -> None:
-        with scope, log_context(self.run_id):
+        token, scope, watch = held
+        with scope, log_context(self.run_id), watch or _UNWATCHED:
             with self.trace.in_run():
                 checked: Checked[PlanSubject | AnswerSubject] = await run_chain(
                     chain, subject, self.trace.telemetry, self.log.notes, where
@@ -223,6 +235,8 @@ class RunGuards:
         )
         return Checked(checked.subject, guard, reason, checked.spent)
 
+
+_UNWATCHED: AbstractContextManager[None] = nullcontext()  # a check under no such budget
 
 _CALL_KINDS = frozenset({"model_request", "model_reply", "tool_call", "tool_result"})
 

@@ -23,6 +23,7 @@ import msgspec
 from regiment._json import JsonObject
 from regiment.hierarchy._allowance import Rates
 from regiment.hierarchy._budget import BudgetLedger, BudgetLimit
+from regiment.hierarchy._cut_calls import asked_again
 from regiment.hierarchy._in_flight import Started
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._top_up import TopUps, afford
@@ -94,6 +95,8 @@ class Reasks:
         held = self._held(request, spent, calls)
         if isinstance(held, Unpaid):
             self.unpaid = held
+        else:  # cut while it is asked, what the earlier asks spent is charged too
+            asked_again(held, spent, calls)
         return held
 
     def _held(self, request: ModelRequest, spent: Usage, calls: int) -> ModelRequest | Unpaid:
