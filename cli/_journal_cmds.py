@@ -132,11 +132,13 @@ async def open_cli_journal(
 
     try:
         return await open_journal(spec, read_only=read_only)
-    except JournalError as exc:
+    except (JournalError, ConfigError) as exc:  # ConfigError: a URL no journal takes
         raise journal_flag_error(spec, exc, source) from exc
 
 
-def journal_flag_error(spec: str, exc: JournalError, source: str = "--journal") -> ConfigError:
+def journal_flag_error(
+    spec: str, exc: JournalError | ConfigError, source: str = "--journal"
+) -> ConfigError:
     """``--journal SPEC: why`` (``source`` in place of ``--journal``: where SPEC came
     from), with a URL's password left out (it is not the user's to see in a log, a
     terminal's scroll-back or a CI page)."""
@@ -160,8 +162,10 @@ def no_run(spec: str, run_id: str, flag: str) -> ConfigError:
 
 
 def journal_exists(spec: str) -> bool:
-    """Whether ``spec`` names a journal that may hold runs (a URL, or a file that exists)."""
-    return spec.startswith(("postgresql://", "postgres://")) or Path(spec).exists()
+    """Whether ``spec`` names a journal that may hold runs (a URL, or a file that exists).
+    Any URL counts: opening one no journal takes (``sqlite:///x.db``) says so, where "no
+    journal there; run a goal with it first" would send the user to a run it refuses."""
+    return "://" in spec or Path(spec).exists()
 
 
 async def runs_command(
