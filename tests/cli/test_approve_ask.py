@@ -112,13 +112,32 @@ async def test_end_of_input_denies(tmp_path: Path) -> None:
 
 async def test_without_a_terminal_ask_is_a_usage_error(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--no-journal"]
+    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask"]
     code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=io.StringIO("y\n"))
     assert code == 2
     assert "--approve ask needs a terminal" in err.getvalue()
     assert "regiment approvals RUN_ID" in err.getvalue()
     assert "regiment approve RUN_ID REQUEST_ID" in err.getvalue()
+    assert "--no-journal" not in err.getvalue()
     assert out.getvalue() == ""
+    assert not (tmp_path / ".regiment").exists()  # refused before any journal is made
+
+
+async def test_without_a_terminal_or_a_journal_it_says_to_keep_the_journal(
+    tmp_path: Path,
+) -> None:
+    """The advice was to let the run pause and approve and resume it, which a run paused
+    under --no-journal cannot do (its paused line says so): it says to drop --no-journal."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--no-journal"]
+    code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=io.StringIO("y\n"))
+    assert (code, out.getvalue()) == (2, "")
+    last = err.getvalue().splitlines()[-1]
+    assert last.startswith(
+        "regiment: error: --approve ask needs a terminal to ask on, and stdin is not one; "
+        "without one, drop --no-journal and let the run pause (leave out --approve ask): a "
+        "run paused without a journal cannot go on;"
+    )
 
 
 async def test_workers_of_nested_teams_are_asked_too() -> None:
