@@ -214,9 +214,12 @@ class NewerNotes(logging.Handler):
 
 
 def _run_line(info: RunInfo) -> str:
+    """A run on one line (a goal or session with line breaks in it too: ``| head -1`` and
+    ``| wc -l`` count runs), its goal cut to 60 characters."""
     started = info.started_at.strftime("%Y-%m-%d %H:%M:%S")
-    session = f"  [{info.session}]" if info.session else ""
-    goal = info.goal if len(info.goal) <= 60 else info.goal[:57] + "..."
+    session = f"  [{' '.join(info.session.split())}]" if info.session else ""
+    goal = " ".join(info.goal.split())
+    goal = goal if len(goal) <= 60 else goal[:57] + "..."
     return f"{info.run_id}  {info.status:<9}  {started}  {info.team}{session}  {goal}"
 
 
