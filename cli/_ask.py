@@ -36,10 +36,11 @@ __all__ = ("TerminalApprover", "asking", "check_terminal")
 PROMPT = "approve? [y]es / [n]o / [e]dit JSON: "
 
 
-def check_terminal(stdin: TextIO, *, journaled: bool = True) -> None:
+def check_terminal(stdin: TextIO | None, *, journaled: bool = True) -> None:
     """Raise ``ConfigError`` (a usage error) unless ``stdin`` is a terminal to ask on
-    (``journaled``: the run has a journal, so a run that pauses instead can go on)."""
-    if stdin.isatty():
+    (``journaled``: the run has a journal, so a run that pauses instead can go on).
+    ``None`` is a closed stdin (``<&-``: Python then has ``sys.stdin`` ``None``)."""
+    if stdin is not None and stdin.isatty():
         return
     if not journaled:  # a run paused under --no-journal cannot go on: no approve, no resume
         raise ConfigError(
