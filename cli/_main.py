@@ -7,7 +7,8 @@
                                   [--plain] [-v|-vv] [--backend asyncio|trio] [--app-dir DIR]
                                   [--session S] [--journal PATH_OR_URL | --no-journal]
                                   [--approve pause|ask] [--workers local|ray [--ray-address ADDR]]
-    regiment resume [TEAM_FILE] RUN_ID [--force] [the options of run, --approve ask too]
+    regiment resume [TEAM_FILE] RUN_ID [--force] [the options of run but --session and
+                                       --no-journal; --approve ask too]
     regiment runs [--status S] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment validate TEAM_FILE [--app-dir DIR]
