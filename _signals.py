@@ -17,6 +17,7 @@ __all__ = (
     "EXIT_TERMINATED",
     "at_leave_now",
     "leave_now",
+    "leave_on_signal",
     "signal_exit_code",
     "watch_signals",
 )
@@ -68,3 +69,15 @@ async def watch_signals(
             if got is not None:
                 got.append(signum)
             interrupt.set()
+
+
+async def leave_on_signal(say: Callable[[], None]) -> None:
+    """Until cancelled, the first Ctrl-C (or SIGTERM) exits at once (130, 143 for a
+    SIGTERM) after ``say()``: for a command with nothing to wind down (it reads the
+    journal, or makes one decision, a single transaction). Cancelling its task cannot
+    stop a statement that waits on the database in a thread (an SQLite journal's busy
+    wait, up to its ``busy_timeout``), so the command would wait on, Ctrl-C or not."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            say()
+            leave_now(signal_exit_code(signum))

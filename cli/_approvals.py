@@ -51,6 +51,14 @@ if TYPE_CHECKING:
 __all__ = ("add_approval_commands", "approval_command")
 
 
+def _named(text: str) -> str:
+    """A ``--by``: not blank (``--by "$REVIEWER"`` with the variable unset would record the
+    decision as nobody's, without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("it is blank; give who decided, or leave --by out")
+    return text
+
+
 def add_approval_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``approvals`` and ``approve`` subcommands."""
     listing = commands.add_parser("approvals", help="list the approval requests runs wait for")
@@ -73,7 +81,7 @@ def add_approval_commands(commands: argparse._SubParsersAction[argparse.Argument
     how = decide.add_mutually_exclusive_group()
     how.add_argument("--deny", metavar="REASON", help="deny it; the worker is told the reason")
     how.add_argument("--edit", metavar="JSON_OBJECT", help="approve with these arguments")
-    decide.add_argument("--by", metavar="NAME", default="", help="who decided, for the record")
+    decide.add_argument("--by", metavar="NAME", type=_named, help="who decided, for the record")
     decide.add_argument(
         "--team",
         metavar="TEAM_FILE",
@@ -193,7 +201,7 @@ async def _decide(
 
     try:
         request = await decide_in_journal(
-            journal, args.request_id, decision, args.by, run_id=args.run_id, team=team
+            journal, args.request_id, decision, args.by or "", run_id=args.run_id, team=team
         )
     except ApprovalError as exc:
         if exc.kind != "unknown":

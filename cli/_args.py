@@ -50,6 +50,7 @@ _EXITS = {
 # What to say when an option of one command is given to another.
 _HINTS = {
     ("resume", "--session"): "a resumed run keeps the session it was started with",
+    ("resume", "--no-journal"): "regiment resume continues a journaled run: drop --no-journal",
 }
 
 
@@ -78,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("team_file", metavar="TEAM_FILE", help=_TEAM_FILE)
     run.add_argument("goal", metavar="GOAL", help="what the team should do")
     run.add_argument("--session", metavar="S", help="the session the run belongs to")
-    _add_run_options(run)
+    _add_run_options(run, can_turn_off=True)
     resume = commands.add_parser(
         "resume", help="finish a journaled run that stopped or paused for approvals"
     )
@@ -93,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
     resume.add_argument(
         "--force", action="store_true", help="resume even if the team file changed since"
     )
-    _add_run_options(resume)
+    _add_run_options(resume, can_turn_off=False)  # it continues a journaled run
     add_journal_commands(commands)
     add_approval_commands(commands)
     _add_server_commands(commands)
@@ -150,10 +151,11 @@ def _clash(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _add_run_options(run: argparse.ArgumentParser) -> None:
-    """What ``run`` and ``resume`` share: model, trace, events, view, backend, journal,
-    and how a call that needs approval is decided."""
-    add_journal_option(run, can_turn_off=True)
+def _add_run_options(run: argparse.ArgumentParser, *, can_turn_off: bool) -> None:
+    """What ``run`` and ``resume`` share: model, trace, events, view, backend, journal
+    (``--no-journal`` too if ``can_turn_off``), and how a call that needs approval is
+    decided."""
+    add_journal_option(run, can_turn_off=can_turn_off)
     run.add_argument(
         "--approve",
         choices=("pause", "ask"),

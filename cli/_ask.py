@@ -36,16 +36,27 @@ __all__ = ("TerminalApprover", "asking", "check_terminal")
 PROMPT = "approve? [y]es / [n]o / [e]dit JSON: "
 
 
-def check_terminal(stdin: TextIO) -> None:
-    """Raise ``ConfigError`` (a usage error) unless ``stdin`` is a terminal to ask on."""
-    if not stdin.isatty():
+def check_terminal(stdin: TextIO | None, *, journaled: bool = True) -> None:
+    """Raise ``ConfigError`` (a usage error) unless ``stdin`` is a terminal to ask on
+    (``journaled``: the run has a journal, so a run that pauses instead can go on).
+    ``None`` is a closed stdin (``<&-``: Python then has ``sys.stdin`` ``None``)."""
+    if stdin is not None and stdin.isatty():
+        return
+    if not journaled:  # a run paused under --no-journal cannot go on: no approve, no resume
         raise ConfigError(
             "--approve ask needs a terminal to ask on, and stdin is not one; without one, "
-            "let the run pause (leave out --approve ask), list the requests with "
+            "drop --no-journal and let the run pause (leave out --approve ask): a run "
+            "paused without a journal cannot go on; then list the requests with "
             "`regiment approvals RUN_ID`, decide with `regiment approve RUN_ID REQUEST_ID`, "
-            "then `regiment resume RUN_ID` (`regiment resume TEAM_FILE RUN_ID` for a run "
-            "started from code or by the service)"
+            "then `regiment resume RUN_ID`"
         )
+    raise ConfigError(
+        "--approve ask needs a terminal to ask on, and stdin is not one; without one, "
+        "let the run pause (leave out --approve ask), list the requests with "
+        "`regiment approvals RUN_ID`, decide with `regiment approve RUN_ID REQUEST_ID`, "
+        "then `regiment resume RUN_ID` (`regiment resume TEAM_FILE RUN_ID` for a run "
+        "started from code or by the service)"
+    )
 
 
 @final

@@ -132,11 +132,13 @@ async def open_cli_journal(
 
     try:
         return await open_journal(spec, read_only=read_only)
-    except JournalError as exc:
+    except (JournalError, ConfigError) as exc:  # ConfigError: a URL no journal takes
         raise journal_flag_error(spec, exc, source) from exc
 
 
-def journal_flag_error(spec: str, exc: JournalError, source: str = "--journal") -> ConfigError:
+def journal_flag_error(
+    spec: str, exc: JournalError | ConfigError, source: str = "--journal"
+) -> ConfigError:
     """``--journal SPEC: why`` (``source`` in place of ``--journal``: where SPEC came
     from), with a URL's password left out (it is not the user's to see in a log, a
     terminal's scroll-back or a CI page)."""
@@ -160,8 +162,10 @@ def no_run(spec: str, run_id: str, flag: str) -> ConfigError:
 
 
 def journal_exists(spec: str) -> bool:
-    """Whether ``spec`` names a journal that may hold runs (a URL, or a file that exists)."""
-    return spec.startswith(("postgresql://", "postgres://")) or Path(spec).exists()
+    """Whether ``spec`` names a journal that may hold runs (a URL, or a file that exists).
+    Any URL counts: opening one no journal takes (``sqlite:///x.db``) says so, where "no
+    journal there; run a goal with it first" would send the user to a run it refuses."""
+    return "://" in spec or Path(spec).exists()
 
 
 async def runs_command(
@@ -210,9 +214,12 @@ class NewerNotes(logging.Handler):
 
 
 def _run_line(info: RunInfo) -> str:
+    """A run on one line (a goal or session with line breaks in it too: ``| head -1`` and
+    ``| wc -l`` count runs), its goal cut to 60 characters."""
     started = info.started_at.strftime("%Y-%m-%d %H:%M:%S")
-    session = f"  [{info.session}]" if info.session else ""
-    goal = info.goal if len(info.goal) <= 60 else info.goal[:57] + "..."
+    session = f"  [{' '.join(info.session.split())}]" if info.session else ""
+    goal = " ".join(info.goal.split())
+    goal = goal if len(goal) <= 60 else goal[:57] + "..."
     return f"{info.run_id}  {info.status:<9}  {started}  {info.team}{session}  {goal}"
 
 

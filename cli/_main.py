@@ -7,7 +7,8 @@
                                   [--plain] [-v|-vv] [--backend asyncio|trio] [--app-dir DIR]
                                   [--session S] [--journal PATH_OR_URL | --no-journal]
                                   [--approve pause|ask] [--workers local|ray [--ray-address ADDR]]
-    regiment resume [TEAM_FILE] RUN_ID [--force] [the options of run, --approve ask too]
+    regiment resume [TEAM_FILE] RUN_ID [--force] [the options of run but --session and
+                                       --no-journal; --approve ask too]
     regiment runs [--status S] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment validate TEAM_FILE [--app-dir DIR]
@@ -32,13 +33,15 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import shlex
 import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 import anyio
 
 from regiment._logging import SDK_LOGGERS, level_for, logging_to
+from regiment._signals import leave_on_signal
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
 from regiment.cli._codes import (
@@ -48,6 +51,7 @@ from regiment.cli._codes import (
     config_error,
     exit_code,
     run_error,
+    typeable,
 )
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
@@ -61,8 +65,8 @@ from regiment.cli._exit import (
     wait_for_tool_threads,
     watch_signals,
 )
-from regiment.cli._hints import journal_reader
-from regiment.cli._journal_cmds import journal_flag_error
+from regiment.cli._hints import journal_flag, journal_reader
+from regiment.cli._journal_cmds import journal_flag_error, journal_read
 from regiment.cli._options import choose_model, placed, run_options
 from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
@@ -81,6 +85,8 @@ if TYPE_CHECKING:
     from regiment.config import TeamConfig
 
 __all__ = ("main", "run_async")
+
+_T = TypeVar("_T")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -169,17 +175,16 @@ async def _dispatch(
     stdin: TextIO,
 ) -> int:
     if args.command in ("approvals", "approve"):
-        try:
-            _add_import_root(getattr(args, "app_dir", None))
-        except ConfigError as exc:
-            return config_error(exc, stderr)
-        decided = functools.partial(_approvals, args, stderr=stderr, environ=environ)
-        return await printed(decided, args.command, stdout, stderr)
+        return await _approvals_command(args, stdout, stderr, environ, interrupt)
     try:
-        await fill_in_team_file(args, environ)  # `regiment resume RUN_ID`: the run's file
+        # `regiment resume RUN_ID`: the run's file (nothing to wind down while it is read)
+        await _leaving(
+            functools.partial(fill_in_team_file, args, environ), interrupt, _left(stderr)
+        )
         _add_import_root(getattr(args, "app_dir", None))
         if args.command in ("runs", "show"):
-            return await printed(journal_reader(args, environ), args.command, stdout, stderr)
+            read = functools.partial(printed, journal_reader(args, environ), args.command)
+            return await _leaving(functools.partial(read, stdout, stderr), interrupt, _left(stderr))
         from regiment.config import build_team, load_config  # not for runs/show (#22)
 
         config = load_config(args.team_file)
@@ -218,6 +223,42 @@ async def _dispatch(
         tg.cancel_scope.cancel()  # stop watching signals
     # Stopped by SIGTERM (`kill`, `timeout`, a service manager): 143, not Ctrl-C's 130.
     return signal_exit_code(got[0]) if code == EXIT_INTERRUPTED and got else code
+
+
+async def _leaving(
+    work: Callable[[], Awaitable[_T]], interrupt: anyio.Event | None, say: Callable[[], None]
+) -> _T:
+    """``work()``, which has nothing to wind down (it reads the journal, or records one
+    decision): a Ctrl-C or SIGTERM meanwhile exits at once after ``say()`` (see
+    ``leave_on_signal``). With an ``interrupt`` of the caller's, no signal is watched."""
+    if interrupt is not None:
+        return await work()
+    failed: Exception | None = None  # raised as it is, not in the task group's exception group
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(leave_on_signal, say)
+        try:
+            done = await work()
+        except Exception as exc:  # a ConfigError, say: the caller explains it
+            failed = exc
+        tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    return done
+
+
+def _left(
+    stderr: TextIO,
+    args: argparse.Namespace | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Callable[[], None]:
+    """What a command left at a signal says: ``approve`` (given its ``args``), where to
+    see whether its decision was recorded (a transaction: whole, or not at all)."""
+    line = "regiment: interrupted"
+    if args is not None and environ is not None and args.command == "approve":
+        flag = journal_flag(journal_read(args, environ), environ)
+        see = f"`regiment approvals {shlex.quote(args.run_id)}` lists the request while it waits"
+        line += f"; the decision was not recorded, or recorded whole: {typeable(see, flag)}"
+    return functools.partial(print, line, file=stderr, flush=True)
 
 
 async def _guarded(
@@ -274,6 +315,23 @@ async def _serve_mcp(
             raise
         stopped = RegimentError(f"the MCP server stopped: {type(exc).__name__}: {exc}")
         return config_error(stopped, stderr, code=EXIT_FAILED)
+
+
+async def _approvals_command(
+    args: argparse.Namespace,
+    stdout: TextIO,
+    stderr: TextIO,
+    environ: Mapping[str, str],
+    interrupt: anyio.Event | None,
+) -> int:
+    """``regiment approvals`` / ``regiment approve``, its output checked as written."""
+    try:
+        _add_import_root(getattr(args, "app_dir", None))
+    except ConfigError as exc:
+        return config_error(exc, stderr)
+    decided = functools.partial(_approvals, args, stderr=stderr, environ=environ)
+    decide = functools.partial(printed, decided, args.command, stdout, stderr)
+    return await _leaving(decide, interrupt, _left(stderr, args, environ))
 
 
 async def _approvals(

@@ -37,7 +37,7 @@ def run_options(
     session = session_of(args)  # a usage error before the model's note
     journal = journal_spec(args, environ)
     flag = "" if journal is None else journal_flag(journal, environ)
-    ask = _asker(args, stdin, stderr, flag)
+    ask = _asker(args, stdin, stderr, flag, journaled=journal is not None)
     resume = getattr(args, "run_id", None)
     return RunOptions(
         team_file=args.team_file,
@@ -60,16 +60,16 @@ def run_options(
 
 
 def _asker(
-    args: argparse.Namespace, stdin: TextIO, stderr: TextIO, flag: str
+    args: argparse.Namespace, stdin: TextIO, stderr: TextIO, flag: str, *, journaled: bool
 ) -> TerminalApprover | None:
     """With ``--approve ask``, the terminal's approver (a usage error without a terminal,
-    whose commands add ``flag``, `` --journal J``)."""
+    whose commands add ``flag``, `` --journal J``; ``journaled``: not ``--no-journal``)."""
     if getattr(args, "approve", "pause") != "ask":
         return None
     from regiment.cli._ask import TerminalApprover, check_terminal
 
     try:
-        check_terminal(stdin)
+        check_terminal(stdin, journaled=journaled)
     except ConfigError as exc:
         raise ConfigError(typeable(str(exc), flag)) from exc
     return TerminalApprover(stdin, stderr)

@@ -47,6 +47,11 @@ def team_file_of(path: str, app_dir: str | None) -> TeamFile:
 def add_import_root(app_dir: str | None) -> None:
     """Make a team file's ``module:attribute`` paths importable from ``app_dir`` (default:
     the current directory), as uvicorn does; a ``ConfigError`` if it is not a directory."""
+    if app_dir is not None and Path(app_dir).exists() and not Path(app_dir).is_dir():
+        raise ConfigError(
+            f"--app-dir {app_dir}: that is a file, not a directory; give the directory the "
+            "team file's module:attribute paths are imported from"
+        )
     if app_dir is not None and not Path(app_dir).is_dir():
         raise ConfigError(f"--app-dir {app_dir}: no such directory")
     root = str(Path(app_dir or ".").resolve())

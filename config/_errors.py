@@ -97,8 +97,12 @@ def _write_instead(spot: _Spot, fmt: ConfigFormat) -> str:
     name, toml = key_text(spot.key), fmt != "yaml"
     if kind in _SCALARS:
         what, example = _SCALARS[kind]
-        example = _example(kind, spot.value) or example
-        shown = f" (`{name} = {example}`)" if toml else f" (`{name}: {example}`)"
+        meant = _example(kind, spot.value)
+        # YAML 1.1 (PyYAML) reads a number in exponent form without a dot (1e3) as text.
+        text = spot.value.strip() if isinstance(spot.value, str) else ""
+        why = f"; YAML reads {text} as text" if meant and not toml and "e" in text.lower() else ""
+        example = meant or example
+        shown = f" (`{name} = {example}`)" if toml else f" (`{name}: {example}`{why})"
         return f"; write {what}{shown if spot.key else ''}{left_out}"
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin in (tuple, list) and args and _is_struct(_unwrap(args[0])):
@@ -132,6 +136,12 @@ def _example(kind: object, value: object) -> str | None:
     text = value.strip()
     if kind is int and text.isascii() and text.isdigit():
         return str(int(text))
+    if kind is int and text.isascii() and "e" in text.lower():  # 1e3, as YAML leaves it
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return str(int(number)) if number.is_integer() and abs(number) < 1e18 else None
     if kind is float:
         try:
             number = float(text)

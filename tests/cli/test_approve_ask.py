@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import TextIO
@@ -112,13 +114,32 @@ async def test_end_of_input_denies(tmp_path: Path) -> None:
 
 async def test_without_a_terminal_ask_is_a_usage_error(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--no-journal"]
+    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask"]
     code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=io.StringIO("y\n"))
     assert code == 2
     assert "--approve ask needs a terminal" in err.getvalue()
     assert "regiment approvals RUN_ID" in err.getvalue()
     assert "regiment approve RUN_ID REQUEST_ID" in err.getvalue()
+    assert "--no-journal" not in err.getvalue()
     assert out.getvalue() == ""
+    assert not (tmp_path / ".regiment").exists()  # refused before any journal is made
+
+
+async def test_without_a_terminal_or_a_journal_it_says_to_keep_the_journal(
+    tmp_path: Path,
+) -> None:
+    """The advice was to let the run pause and approve and resume it, which a run paused
+    under --no-journal cannot do (its paused line says so): it says to drop --no-journal."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["run", TEAM, GOAL, "--model", "scripted", "--approve", "ask", "--no-journal"]
+    code = await run_async(argv, stdout=out, stderr=err, environ={}, stdin=io.StringIO("y\n"))
+    assert (code, out.getvalue()) == (2, "")
+    last = err.getvalue().splitlines()[-1]
+    assert last.startswith(
+        "regiment: error: --approve ask needs a terminal to ask on, and stdin is not one; "
+        "without one, drop --no-journal and let the run pause (leave out --approve ask): a "
+        "run paused without a journal cannot go on;"
+    )
 
 
 async def test_workers_of_nested_teams_are_asked_too() -> None:
@@ -222,3 +243,24 @@ async def test_a_calls_duration_leaves_out_the_persons_wait(tmp_path: Path) -> N
     assert refund["approval_wait"] >= pause  # the question was out before the pause began
     assert refund["duration"] < refund["approval_wait"]  # a trivial body, not the wait
     assert check["approval_wait"] == 0.0  # it needs no approval
+
+
+def test_with_stdin_closed_ask_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    """``regiment run ... --approve ask <&-`` (a cron line, a service unit): Python has no
+    ``sys.stdin`` then, and the check for a terminal raised AttributeError, a traceback."""
+    argv = [sys.executable, "-m", "regiment", "run", TEAM, GOAL, "--model", "scripted"]
+    done = subprocess.run(
+        [*argv, "--approve", "ask", "--journal", str(tmp_path / "runs.db")],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=120,
+        check=False,
+        preexec_fn=lambda: os.close(0),  # started with its stdin closed
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        "regiment: error: --approve ask needs a terminal to ask on, and stdin is not one; "
+        "without one, let the run pause (leave out --approve ask)"
+    )

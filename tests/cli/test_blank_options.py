@@ -22,6 +22,10 @@ CASES = [
     (("serve", TEAM, "--host", " "), "argument --host: it is blank; give an address"),
     (("run", TEAM, "goal", "--model", ""), "argument --model: it is blank; give a model spec"),
     (("mcp", TEAM, "--model", " "), "argument --model: it is blank; give a model spec"),
+    (  # it recorded the decision as nobody's
+        ("approve", "run-1", "apr-1", "--by", " "),
+        "argument --by: it is blank; give who decided, or leave --by out",
+    ),
     (
         ("run", TEAM, "goal", "--model", "scripted", "--no-journal", *_EVENTS_TO, ""),
         "--events-file is blank; give the file to write the events to",

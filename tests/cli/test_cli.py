@@ -104,6 +104,11 @@ async def test_a_run_that_fails_exits_1_with_the_reason(tmp_path: Path) -> None:
         (["validate", "team.ini"], "expected a .toml, .yaml or .yml team file"),
         (["run", REFUND, "goal", "--app-dir", "no/such/dir"], "--app-dir no/such/dir: no such"),
         (["validate", REFUND, "--app-dir", "no/such/dir"], "--app-dir no/such/dir: no such"),
+        (  # it said "no such directory" of a file that is there
+            ["validate", REFUND, "--app-dir", REFUND],
+            f"--app-dir {REFUND}: that is a file, not a directory; give the directory the team "
+            "file's module:attribute paths are imported from",
+        ),
     ],
 )
 async def test_usage_and_config_errors_exit_2(argv: list[str], message: str) -> None:

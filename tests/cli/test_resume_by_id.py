@@ -208,7 +208,13 @@ def test_unknown_runs_and_no_journal(tmp_path: Path) -> None:
     assert shown.stderr.count("`regiment runs` lists") == 1  # the hint once, not twice
     off = regiment_process("resume", run_id, "--no-journal", cwd=tmp_path)
     assert off.returncode == 2
-    assert "drop --no-journal" in off.stderr
+    assert off.stderr.splitlines()[-1] == (
+        "regiment: error: unrecognized arguments: --no-journal; regiment resume continues a "
+        "journaled run: drop --no-journal; see `regiment resume --help`"
+    )
+    # Its usage offered --no-journal, which it always refused.
+    usage = regiment_process("resume", "--help", cwd=tmp_path)
+    assert (usage.returncode, "--no-journal" in usage.stdout) == (0, False)
 
 
 async def test_a_run_another_owner_holds_is_refused_with_exit_2_and_when_to_retry(

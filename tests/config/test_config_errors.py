@@ -194,6 +194,10 @@ def test_a_misspelt_key_is_suggested_in_the_syntax_the_file_needs(
         ("yaml", "name: t\nworkers: {name: a, description: d}\n", "workers: expected `array`, got `object`; write a list: one `- ` item per entry"),
         ("yaml", "name: t\nworkers: [{name: a, description: d, step_timeout: 5 s}]\n", "workers[0].step_timeout: expected `float | null`, got `str`; write a number, without quotes (`step_timeout: 5.0`), or leave the key out"),
         ("yaml", "name: t\nplanner: p\nworkers: [{name: a, description: d}]\n", "planner: expected `object`, got `str`; write a mapping under `planner:`"),
+        # YAML 1.1 reads 1e3 (no dot) as text: it said "without quotes" of a value written
+        # without any, and showed `8`, not the number meant.
+        ("yaml", "name: t\nconcurrency: 1e3\nworkers: [{name: a, description: d}]\n", "concurrency: expected `int`, got `str`; write a whole number, without quotes (`concurrency: 1000`; YAML reads 1e3 as text)"),
+        ("yaml", "name: t\nworkers: [{name: a, description: d, step_timeout: 1e2}]\n", "workers[0].step_timeout: expected `float | null`, got `str`; write a number, without quotes (`step_timeout: 100.0`; YAML reads 1e2 as text), or leave the key out"),
         ("yaml", "- name: t\n", "expected `object`, got `array`; write the file as a mapping of keys (`name:`, `workers:`, ...)"),
         # An item of a list of tables: it said to write a `[workers]` table (which the file
         # cannot have), or in YAML a mapping under `"":`.
