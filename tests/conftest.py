@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import socket
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -45,6 +46,27 @@ def _half_read_bodies_collected(request: pytest.FixtureRequest) -> Iterator[None
     marks = request.node.iter_markers("filterwarnings")
     if any("Async generator 'anthropic." in str(arg) for mark in marks for arg in mark.args):
         gc.collect()
+
+
+# Where a CLI run journals by default (``.regiment/journal.db`` under the working
+# directory): a test that runs the CLI in-process or as a child from the repository must
+# give it a journal of its own (``$REGIMENT_JOURNAL`` in tmp_path, or ``--no-journal``).
+REPO_JOURNAL_DIR = Path(__file__).resolve().parent.parent / ".regiment"
+
+
+@pytest.fixture(autouse=True)
+def _no_journal_left_in_the_repository() -> Iterator[None]:
+    """Fails the test after which a ``.regiment/`` appeared in the repository: its runs
+    shared one journal with every other test (and the developer's own runs) there. One
+    that was there before the test (a developer's own) is left alone."""
+    there_before = REPO_JOURNAL_DIR.exists()
+    yield
+    if not there_before and REPO_JOURNAL_DIR.exists():
+        pytest.fail(
+            f"{REPO_JOURNAL_DIR} appeared during this test (or one running beside it): "
+            "give the CLI a journal in tmp_path ($REGIMENT_JOURNAL) or --no-journal",
+            pytrace=False,
+        )
 
 
 @pytest.fixture
