@@ -31,9 +31,19 @@ if settings.get_current_profile_name() == "default":
 WIRE_NAMES = ("anthropic", "openai")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "jump_clock: runs on a clock the test moves on (tests/jump_clock.py)"
+    )
+
+
 @pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def anyio_backend(request: pytest.FixtureRequest) -> str | tuple[str, dict[str, Any]]:
+    if request.node.get_closest_marker("jump_clock") is None:
+        return str(request.param)
+    from tests.jump_clock import backend_options
+
+    return str(request.param), backend_options(str(request.param))
 
 
 @pytest.fixture(autouse=True)
