@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import socket
+import sys
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,8 +15,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
+    from pg_server import PostgresServer
+
     from tests.models.standin import StandIn
     from tests.models.wires import Wire
+
+# bench/ holds the tests' PostgreSQL server (pg_server.py) and the crash tortures' children.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 # CI loads Hypothesis' own "ci" profile (.ci/run sets CI): no deadline, too_slow not
 # checked, examples derandomized. Elsewhere the default profile's 200 ms deadline and its
@@ -85,6 +92,38 @@ def _no_journal_left_in_the_repository() -> Iterator[None]:
             "give the CLI a journal in tmp_path ($REGIMENT_JOURNAL) or --no-journal",
             pytrace=False,
         )
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (initdb + pg_ctl in a temporary
+    directory, see ``bench/pg_server.py``), whichever directory's tests ask for it: made
+    here, not imported into each test module (each import was a fixture of its own, and
+    started a server of its own, 5-9 s). Missing server binaries fail the fixture with an
+    install hint: the suite never skips PostgreSQL silently."""
+    from pg_server import PostgresServer, alive
+
+    try:
+        server = PostgresServer(fsync=False)
+    except FileNotFoundError as exc:
+        pytest.fail(str(exc))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        assert server.pid is None or not alive(server.pid), "the postmaster outlived its fixture"
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """An empty schema of its own on the session's server (first on the search path)."""
+    import psycopg
+
+    schema = f"journal_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"'.encode())
+    return f"{postgres_server.url}?options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture
