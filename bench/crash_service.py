@@ -4,7 +4,7 @@ serve`` subprocesses, a follower of a run's event stream, and the HTTP calls bet
 from __future__ import annotations
 
 import json
-import socket
+import re
 import subprocess
 import threading
 import time
@@ -18,34 +18,37 @@ __all__ = ("Follower", "Frame", "Service", "frames")
 Frame = tuple[int, str, str]  # a numbered SSE frame: id, event type, data
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+# uvicorn's line once it listens; given --port 0, it names the port it took.
+_LISTENING = re.compile(r"Uvicorn running on (http://[^\s:]+:\d+)")
 
 
 class Service:
-    """A ``regiment serve`` of the scenario's team on its journal, on a free port."""
+    """A ``regiment serve`` of the scenario's team on its journal, on the free port it
+    takes itself (``--port 0``): a port picked here by binding and closing a socket could
+    be taken by another process (a test's server, a PostgreSQL) before the service bound
+    it. ``url`` and ``http`` reach it once ``ready()`` has said it listens."""
 
     def __init__(self, scenario: Scenario, name: str) -> None:
         self.folder = scenario.folder
         self.log = scenario.folder / f"{name}.log"
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = ""  # known once it listens (ready)
         args = ["serve", str(scenario.team), "--journal", scenario.journal]
-        args += ["--port", str(self.port), "--app-dir", str(HERE)]
+        args += ["--port", "0", "--app-dir", str(HERE)]
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
                 regiment(*args), env=scenario.env(), stdout=log, stderr=log,
                 stdin=subprocess.DEVNULL,
             )  # fmt: skip
-        self.http = httpx.Client(base_url=self.url, timeout=60)
+        self.http = httpx.Client(timeout=60)  # its base_url is set by ready()
 
     def ready(self, timeout: float = 60) -> bool:
-        """Whether it listens (False: it exited first)."""
+        """Whether it listens (False: it exited first); sets ``url`` to where."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if "Uvicorn running on" in self.log.read_text():
+            listening = _LISTENING.search(self.log.read_text())
+            if listening is not None:
+                self.url = listening[1]
+                self.http.base_url = httpx.URL(self.url)
                 return True
             if self.process.poll() is not None:
                 return False

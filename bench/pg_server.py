@@ -1,6 +1,7 @@
 """A throw-away PostgreSQL server in a temporary directory, for tests and benchmarks.
 
-``initdb`` + ``pg_ctl`` into a fresh directory on a free port on 127.0.0.1.
+``initdb`` (once a process; a copy of its directory for each server after the first) +
+``pg_ctl`` into a fresh directory on a free port on 127.0.0.1.
 As root (sessions and CI run as root, and initdb refuses root) every server
 command runs as the ``postgres`` user through ``runuser``. ``stop`` asks
 ``pg_ctl stop -m fast`` first, then SIGTERM, then SIGKILL, and checks that the
@@ -9,6 +10,7 @@ postmaster is gone.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import pwd
@@ -46,6 +48,11 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# One initdb'd data directory per process, copied for every server after it: initdb is
+# most of a server's start (3-8 s on a loaded 2-core machine), a copy a fraction of it.
+_TEMPLATE: list[Path] = []
+
+
 class _PortTaken(RuntimeError):
     """The server could not bind its port: another process holds it."""
 
@@ -76,14 +83,12 @@ class PostgresServer:
             )
 
     def start(self) -> None:
-        """initdb, then start and wait until it accepts connections. The port was free when
-        it was picked, but another process (a test's server, a Ray node) may bind it before
-        the server does: then the server starts on another free port (``port`` and ``url``
-        change), a few times before giving up."""
-        if self._as_postgres:
-            entry = pwd.getpwnam("postgres")
-            os.chown(self.directory, entry.pw_uid, entry.pw_gid)
-        self._run(self._initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+        """initdb (a copy of this process's first), then start and wait until it accepts
+        connections. The port was free when it was picked, but another process (a test's
+        server, a Ray node) may bind it before the server does: then the server starts on
+        another free port (``port`` and ``url`` change), a few times before giving up."""
+        self._give_to_postgres(self.directory)
+        self._run("cp", "-a", str(self._template()), str(self.data))
         for attempt in range(1, 6):
             try:
                 self._start_once()
@@ -92,6 +97,22 @@ class PostgresServer:
                 if attempt == 5:
                     raise
             self.port = _free_port()
+
+    def _give_to_postgres(self, directory: Path) -> None:
+        if self._as_postgres:
+            entry = pwd.getpwnam("postgres")
+            os.chown(directory, entry.pw_uid, entry.pw_gid)
+
+    def _template(self) -> Path:
+        """This process's initdb'd data directory (made on first use, removed at exit)."""
+        if not _TEMPLATE:
+            folder = Path(tempfile.mkdtemp(prefix="regiment-pg-template-"))
+            atexit.register(shutil.rmtree, folder, True)
+            self._give_to_postgres(folder)
+            data = folder / "data"
+            self._run(self._initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+            _TEMPLATE.append(data)
+        return _TEMPLATE[0]
 
     def halt(self) -> None:
         """Stop the server (``pg_ctl stop -m fast``), keeping its data: it is down until

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import gc
 import socket
+import sys
+import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
+    from pg_server import PostgresServer
+
     from tests.models.standin import StandIn
     from tests.models.wires import Wire
+
+# bench/ holds the tests' PostgreSQL server (pg_server.py) and the crash tortures' children.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 # CI loads Hypothesis' own "ci" profile (.ci/run sets CI): no deadline, too_slow not
 # checked, examples derandomized. Elsewhere the default profile's 200 ms deadline and its
@@ -30,9 +38,19 @@ if settings.get_current_profile_name() == "default":
 WIRE_NAMES = ("anthropic", "openai")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "jump_clock: runs on a clock the test moves on (tests/jump_clock.py)"
+    )
+
+
 @pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def anyio_backend(request: pytest.FixtureRequest) -> str | tuple[str, dict[str, Any]]:
+    if request.node.get_closest_marker("jump_clock") is None:
+        return str(request.param)
+    from tests.jump_clock import backend_options
+
+    return str(request.param), backend_options(str(request.param))
 
 
 @pytest.fixture(autouse=True)
@@ -40,11 +58,72 @@ def _half_read_bodies_collected(request: pytest.FixtureRequest) -> Iterator[None
     """A test that breaks a provider's stream on purpose (``half_read_body``) leaves the
     SDK's half-read body generators in reference cycles. Collected later, in another
     test, trio warns there about them; so they are collected here, under this test's
-    own warning filters."""
-    yield
+    own warning filters. Only what the test made is looked at: what was there before
+    is frozen meanwhile (a full collection of a worker's whole heap took 1-4 s a test
+    on a loaded machine)."""
     marks = request.node.iter_markers("filterwarnings")
-    if any("Async generator 'anthropic." in str(arg) for mark in marks for arg in mark.args):
+    if not any("Async generator 'anthropic." in str(arg) for mark in marks for arg in mark.args):
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
         gc.collect()
+    finally:
+        gc.unfreeze()
+
+
+# Where a CLI run journals by default (``.regiment/journal.db`` under the working
+# directory): a test that runs the CLI in-process or as a child from the repository must
+# give it a journal of its own (``$REGIMENT_JOURNAL`` in tmp_path, or ``--no-journal``).
+REPO_JOURNAL_DIR = Path(__file__).resolve().parent.parent / ".regiment"
+
+
+@pytest.fixture(autouse=True)
+def _no_journal_left_in_the_repository() -> Iterator[None]:
+    """Fails the test after which a ``.regiment/`` appeared in the repository: its runs
+    shared one journal with every other test (and the developer's own runs) there. One
+    that was there before the test (a developer's own) is left alone."""
+    there_before = REPO_JOURNAL_DIR.exists()
+    yield
+    if not there_before and REPO_JOURNAL_DIR.exists():
+        pytest.fail(
+            f"{REPO_JOURNAL_DIR} appeared during this test (or one running beside it): "
+            "give the CLI a journal in tmp_path ($REGIMENT_JOURNAL) or --no-journal",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (initdb + pg_ctl in a temporary
+    directory, see ``bench/pg_server.py``), whichever directory's tests ask for it: made
+    here, not imported into each test module (each import was a fixture of its own, and
+    started a server of its own, 5-9 s). Missing server binaries fail the fixture with an
+    install hint: the suite never skips PostgreSQL silently."""
+    from pg_server import PostgresServer, alive
+
+    try:
+        server = PostgresServer(fsync=False)
+    except FileNotFoundError as exc:
+        pytest.fail(str(exc))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        assert server.pid is None or not alive(server.pid), "the postmaster outlived its fixture"
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """An empty schema of its own on the session's server (first on the search path)."""
+    import psycopg
+
+    schema = f"journal_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"'.encode())
+    return f"{postgres_server.url}?options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture

@@ -20,14 +20,11 @@ from typing import Any
 
 import pytest
 
-from tests.journal.conftest import postgres_server, postgres_url
-
 from .helpers import read_until, regiment_process
 from .test_interrupt_ends import _team
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals to a child need POSIX")
 
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 _CUT = (
     '    call rest({"minutes": 1}) [cut short: started, never finished; what it did before '

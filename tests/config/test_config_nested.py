@@ -378,7 +378,10 @@ async def test_without_a_key_a_nested_file_that_wants_claude_runs_on_its_brain(
     parent = _write(tmp_path / "parent.toml", PARENT_TOML, brains=brains, child="research.toml")
 
     out, err = io.StringIO(), io.StringIO()
-    code = await run_async(["run", str(parent), "the number"], stdout=out, stderr=err, environ={})
+    environ = {"REGIMENT_JOURNAL": str(tmp_path / "journal.db")}  # not the repository's
+    code = await run_async(
+        ["run", str(parent), "the number"], stdout=out, stderr=err, environ=environ
+    )
     assert code == 0, err.getvalue()
     assert out.getvalue().startswith("parent answer")
     (note,) = [line for line in err.getvalue().splitlines() if "ANTHROPIC_API_KEY" in line]
@@ -397,7 +400,10 @@ async def test_without_a_key_the_fallback_needs_a_brain_in_every_file(
     parent = _write(tmp_path / "parent.toml", PARENT_TOML, brains=brains, child="research.toml")
 
     out, err = io.StringIO(), io.StringIO()
-    code = await run_async(["run", str(parent), "the number"], stdout=out, stderr=err, environ={})
+    environ = {"REGIMENT_JOURNAL": str(tmp_path / "journal.db")}  # not the repository's
+    code = await run_async(
+        ["run", str(parent), "the number"], stdout=out, stderr=err, environ=environ
+    )
     assert code != 0
     assert "ANTHROPIC_API_KEY" in err.getvalue()  # the error says what is missing
     assert "running offline" not in err.getvalue()

@@ -1,9 +1,11 @@
 """While a call waits for a human, the run's wall-clock budget stands still; and the
 in-process approver gets the same request a pending approval has.
 
-The waits here are longer than the run's whole ``wall_clock`` budget on purpose: the
-test lets real time pass (it does not wait *for* anything by sleeping; every hand-off
-is an event), and a run whose clock kept going would end ``partial``.
+The waits here are longer than the run's whole ``wall_clock`` budget (or the step's
+``step_timeout``) on purpose, and a run whose clock kept going would end ``partial`` (or
+its step ``timed_out``). A human's wait is a skip of the test's clock past the budget
+(tests/jump_clock.py): the budget is never reached in real time, and no test waits it
+out (it does not wait *for* anything by sleeping either; every hand-off is an event).
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from regiment.hierarchy import (
 from regiment.models import ModelRequest, ModelResponse
 from regiment.tools import ApprovalDecision, ApprovalRequest, Approve, Toolset
 
+from ..jump_clock import NEVER, skip
 from .approval_team import Shop, nested_team, plan_json, shop_team, step
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.jump_clock]
 
-BUDGET = 2.0  # seconds of the run's own time: far more than these scripted runs take
-WAIT = 2.5  # seconds a human takes: more than the whole budget
+BUDGET = NEVER  # seconds of the run's own time: never reached in real time
+WAIT = BUDGET + 1  # seconds a human takes (a skip of the clock): more than the whole budget
 
 
 def _budgeted(team: Team) -> Team:
@@ -56,7 +59,7 @@ async def test_a_live_wait_on_the_desk_does_not_spend_the_wall_clock_budget() ->
     async with team.start() as running, running.stream("refund") as events:
         async for event in events:
             if isinstance(event, ApprovalRequested):
-                await anyio.sleep(WAIT)  # the human reads the request: longer than the budget
+                await skip(WAIT)  # the human reads the request: longer than the budget
                 await running.approve(event.request.request_id, Approve(), by="ana")
             if isinstance(event, ApprovalResolved):
                 shop.release.set()  # the slow step was held all along (no clock held for it)
@@ -84,7 +87,7 @@ async def test_an_in_process_approver_gets_the_pending_request_fields_and_holds_
 
         async def human() -> None:
             await waiting.wait()
-            await anyio.sleep(WAIT)  # longer than the run's whole budget
+            await skip(WAIT)  # longer than the run's whole budget
             decided.set()
 
         tg.start_soon(human)
@@ -134,7 +137,7 @@ async def test_a_nested_team_wait_holds_the_top_run_clock() -> None:
         async for event in events:
             if isinstance(event, ApprovalRequested):
                 assert event.request.worker == "top/desk/shop/billing"
-                await anyio.sleep(WAIT)
+                await skip(WAIT)
                 await running.approve(event.request.request_id, Approve())
             if isinstance(event, ApprovalResolved):
                 shop.release.set()
@@ -162,8 +165,8 @@ async def test_a_decision_reaches_the_planner_before_a_step_that_ends_right_afte
     assert shop.refunds == [("1", 40)] * 5
 
 
-STEP_TIMEOUT = 0.4  # seconds a billing step may take
-LONG_WAIT = 1.0  # seconds a human takes here: more than the step's whole timeout
+STEP_TIMEOUT = NEVER  # seconds a billing step may take: never reached in real time
+LONG_WAIT = STEP_TIMEOUT + 1  # seconds a human takes here: more than the step's whole timeout
 
 
 def _timed(team: Team) -> Team:
@@ -183,7 +186,7 @@ async def test_an_approver_that_takes_its_time_does_not_time_its_step_out() -> N
     shop = Shop()
 
     async def approver(request: ApprovalRequest) -> ApprovalDecision:
-        await anyio.sleep(LONG_WAIT)
+        await skip(LONG_WAIT)
         return Approve()
 
     plan = plan_json(step("s1", "billing", "refund 88213 40"))
@@ -202,7 +205,7 @@ async def test_a_wait_on_the_desk_while_another_step_works_does_not_time_its_ste
     async with team.start() as running, running.stream("refund") as events:
         async for event in events:
             if isinstance(event, ApprovalRequested):
-                await anyio.sleep(LONG_WAIT)  # the slow step keeps the run going meanwhile
+                await skip(LONG_WAIT)  # the slow step keeps the run going meanwhile
                 await running.approve(event.request.request_id, Approve(), by="ana")
             if isinstance(event, ApprovalResolved):
                 shop.release.set()

@@ -13,13 +13,11 @@ from regiment.errors import AlreadyFinished, ApprovalError
 from regiment.hierarchy import ApprovalRequested, RunFailed
 from regiment.journal import open_journal
 from regiment.tools import Approve
-from tests.journal.conftest import postgres_server, postgres_url
 
 from .approval_team import Shop, plan_json, shop_team, step
 
 pytestmark = pytest.mark.anyio
 
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 PLAN = plan_json(step("s1", "billing", "refund 1 40"), step("s2", "billing", "refund 2 50"))
 

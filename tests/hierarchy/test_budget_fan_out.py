@@ -31,6 +31,7 @@ from regiment.models import (
 )
 from regiment.tools import tool
 
+from ..jump_clock import NEVER, skip
 from .brains import Brain, plan_json
 
 
@@ -318,13 +319,19 @@ class Heavy:
     def __init__(self, light: int, *, pay: bool = False, opens: bool = True) -> None:
         self.gate = anyio.Event()
         self.opens = opens
+        self.working: set[str] = set()  # the steps whose work has begun
+        self.all_working = anyio.Event()  # set once every step's has
         self.pay = pay  # the light steps then call ``pay`` at once, which waits for approval
         steps = [{"description": "heavy"}, *({"description": f"light {i}"} for i in range(light))]
         self.brain = Brain([plan_json(*steps)], work=self._work)
+        self._steps = len(steps)
 
     async def _work(
         self, description: str, results: list[ToolResultPart], request: ModelRequest
     ) -> ModelResponse | str:
+        self.working.add(description)
+        if len(self.working) == self._steps:
+            self.all_working.set()
         if description == "heavy":
             if self.opens:
                 self.gate.set()
@@ -390,14 +397,22 @@ async def test_a_step_out_of_its_token_share_lets_its_siblings_finish() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.jump_clock
 async def test_the_wall_clock_cuts_siblings_left_to_finish() -> None:
     # The light steps never answer: the heavy one, short of tokens, waits for them to
     # give back their shares, and the wall clock cuts all three (none hangs). The clock
-    # leaves room to plan and start them on a loaded machine (0.5 s could run out while
-    # planning: a partial run of no steps); the three then wait for good, so it runs out
-    # while they wait.
+    # is never reached in real time (a short one could run out while planning: a partial
+    # run of no steps); once all three have begun, it is moved past the clock, so it
+    # runs out while they wait (or while the heavy one still probes: it is cut then).
     heavy = Heavy(light=2, opens=False)
-    result = await heavy.team(Budget(tokens=4_000, wall_clock=2)).run("go")
+
+    async def run_out_once_all_work() -> None:
+        await heavy.all_working.wait()
+        await skip(NEVER)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_out_once_all_work)
+        result = await heavy.team(Budget(tokens=4_000, wall_clock=NEVER)).run("go")
     assert (result.status, result.budget_exhausted) == ("partial", "wall_clock")
     statuses = {r.step_id: r.status for r in result.steps}
     # (the heavy one ends budget_exhausted if the clock's end wakes it before its cut)

@@ -32,6 +32,7 @@ from regiment.models import (
 )
 from regiment.tools import Tool, tool
 
+from ..jump_clock import NEVER, skip
 from .brains import Brain, plan_json
 from .replan_team import PROBE, RECOVER, replan_team
 
@@ -166,6 +167,7 @@ async def _given_up(logger_name: str = "regiment.worker") -> AsyncIterator[Given
         logger.removeHandler(handler)
 
 
+@pytest.mark.jump_clock
 @pytest.mark.parametrize("swallows", [False, True], ids=["shields", "swallows"])
 async def test_a_tool_that_ignores_the_cancel_is_given_up_after_the_grace(swallows: bool) -> None:
     shielded, calls = Shielded(swallows=swallows), list[str]()
@@ -174,11 +176,17 @@ async def test_a_tool_that_ignores_the_cancel_is_given_up_after_the_grace(swallo
     model = ScriptedModel(brain)
     worker = Worker(name="w", description="w", model=model, tools=[shielded.tool], cancel_grace=0.1)
     team = Team(
-        name="t", planner=Planner(model=model), workers=[worker], budget=Budget(wall_clock=2)
-    )  # room to reach the tool on a loaded machine (0.1 s could end the run before it),
-    # where it holds until released: the wall clock runs out while it waits
+        name="t", planner=Planner(model=model), workers=[worker], budget=Budget(wall_clock=NEVER)
+    )  # never reached in real time (a short one could end the run before the tool ran)
+
+    async def run_out_once_it_holds() -> None:
+        await shielded.entered.wait()
+        await skip(NEVER)  # the wall clock runs out while the tool holds
+
     async with _given_up() as log, team.start() as running:
-        result = await running.run("goal")  # before the tool has stopped
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_out_once_it_holds)
+            result = await running.run("goal")  # before the tool has stopped
         shielded.release.set()  # now it may: the team's stop waits for it
     assert (result.status, result.budget_exhausted) == ("partial", "wall_clock")
     failed = [e for e in result.events if isinstance(e, ToolFailed)]

@@ -25,6 +25,8 @@ from regiment.hierarchy import (
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolCallPart
 from regiment.tools import ApprovalDecision, ApprovalRequest, Toolset, tool
 
+from ..jump_clock import NEVER, skip
+
 pytestmark = pytest.mark.anyio
 
 _CUT_TEXT = (
@@ -115,13 +117,20 @@ class Till:
         )
 
 
+@pytest.mark.jump_clock
 async def test_a_step_timeout_reports_the_call_it_cut_mid_body() -> None:
     finished: list[ToolCallFinished] = []
-    # The timeout leaves the step room to reach its charge on a loaded machine (0.05 s
-    # could fire first: no call cut, so none to report); once there, the charge hangs
-    # for good, so the timeout fires while it waits.
+    # The timeout is never reached in real time (a short one could fire before the step
+    # reached its charge: no call cut, so none to report); once the charge hangs, the
+    # clock is moved past it, so the timeout fires while it waits.
     till = Till()
-    async with till.team(step_timeout=2).start() as running:
+
+    async def time_out_once_it_charges() -> None:
+        await till.charged.wait()
+        await skip(NEVER)
+
+    async with till.team(step_timeout=NEVER).start() as running, anyio.create_task_group() as tg:
+        tg.start_soon(time_out_once_it_charges)
         async with running.stream("charge order 7") as events:
             async for event in events:
                 if isinstance(event, ToolCallFinished):

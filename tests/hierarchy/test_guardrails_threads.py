@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import threading
 
+import anyio
 import pytest
 
 from regiment.hierarchy import RunFailed, RunResult
 from regiment.hierarchy.guard import Outcome, Pass, ToolCallSubject
 
+from ..jump_clock import NEVER, skip
 from .brains import Brain, plan_json
 from .test_guardrails_steps import Till, brain, make_team, refund_then_report, run
 
@@ -19,11 +21,6 @@ pytestmark = pytest.mark.anyio
 # How long a blocked guard waits before it gives up: only ever reached when a guard
 # blocks the event loop (the old behaviour), so the test fails instead of hanging.
 GIVE_UP = 10.0
-# The step's timeout: room for the step to reach its guard on a loaded machine (0.2 s
-# was not always: the timeout fired before the guard ran, and the test waited GIVE_UP
-# for a guard that never started). Once there, the guard blocks until the run is over,
-# so the timeout fires while it waits.
-STEP_TIMEOUT = 2.0
 
 
 async def test_a_blocking_sync_guard_holds_no_other_step_up() -> None:
@@ -47,20 +44,30 @@ async def test_a_blocking_sync_guard_holds_no_other_step_up() -> None:
     assert till.refunds == [7, 7]
 
 
+@pytest.mark.jump_clock
 async def test_a_steps_timeout_does_not_wait_for_its_blocking_guard() -> None:
     started, gate, finished = threading.Event(), threading.Event(), threading.Event()
 
     def stuck(subject: ToolCallSubject) -> Outcome:
         started.set()
-        gate.wait(GIVE_UP + STEP_TIMEOUT)
+        gate.wait(GIVE_UP)
         finished.set()
         return Pass()
 
+    async def time_out_once_it_blocks() -> None:
+        # The step's timeout is never reached in real time (with a short one, the step
+        # could time out before its guard ran); once the guard blocks, the clock is
+        # moved past it, so the timeout fires while the guard waits.
+        assert await anyio.to_thread.run_sync(started.wait, GIVE_UP), "the guard never ran"
+        await skip(NEVER)
+
     till = Till()
     try:
-        outcome, _ = await run(
-            make_team(till, brain(), worker_guards=[stuck], step_timeout=STEP_TIMEOUT)
-        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(time_out_once_it_blocks)
+            outcome, _ = await run(
+                make_team(till, brain(), worker_guards=[stuck], step_timeout=NEVER)
+            )
         assert started.is_set(), "the step timed out before its guard ran"
         assert not finished.is_set()  # the run ended while the guard still blocked
     finally:

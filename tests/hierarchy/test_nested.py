@@ -24,6 +24,7 @@ from regiment.hierarchy import (
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, ToolResultPart
 from regiment.telemetry import SpanCollector, Telemetry
 
+from ..jump_clock import NEVER, skip
 from .brains import Brain, Hang, plan_json
 from .tasks import busy_tasks, idle_runners
 
@@ -273,12 +274,13 @@ async def test_leaving_the_parent_block_mid_child_run_leaves_no_tasks() -> None:
     assert idle_runners() == 0
 
 
+@pytest.mark.jump_clock
 async def test_a_team_worker_s_step_timeout_stops_the_child_run_and_reports_timed_out() -> None:
     """As a ``Worker``'s: the step ends ``timed_out``, and the child run really stops
     (its hung step is cancelled, its run span ends cancelled, no task is left). The
-    timeout leaves the child run room to reach its hung step on a loaded machine (with
-    0.2 s it could fire first, and nothing of the child was cut); once there, the step
-    hangs for good, so the timeout fires while it waits."""
+    timeout is never reached in real time (a short one could fire before the child run
+    reached its hung step, and nothing of the child was cut): once the step hangs, the
+    clock is moved past it, so the timeout fires while it waits."""
     dig = Hang()
     child_brain = Brain([plan_json({"description": "dig forever"})], work=dig)
     parent_brain = Brain([plan_json({"description": "delegate", "worker": "research"})])
@@ -287,17 +289,27 @@ async def test_a_team_worker_s_step_timeout_stops_the_child_run_and_reports_time
     team = Team(
         name="parent",
         planner=Planner(model=ScriptedModel(parent_brain)),
-        workers=[TeamWorker(name="research", description="d", team=child, step_timeout=2)],
+        workers=[TeamWorker(name="research", description="d", team=child, step_timeout=NEVER)],
         telemetry=telemetry,
     )
     before = busy_tasks()
-    async with team.start() as running, running.stream("goal") as stream:
+
+    async def time_out_once_it_hangs() -> None:
+        await dig.started.wait()
+        await skip(NEVER)
+
+    async with (
+        team.start() as running,
+        running.stream("goal") as stream,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(time_out_once_it_hangs)
         events = [event async for event in stream]
     assert dig.started.is_set(), "the step timed out before the child's step started"
     assert dig.cancelled == ["dig forever"]  # the child's own step was cut
     (errored,) = [e for e in events if isinstance(e, StepErrored)]
     assert (errored.step_id, errored.worker, errored.status) == ("s1", "research", "timed_out")
-    assert "step_timeout of 2s" in errored.error
+    assert f"step_timeout of {NEVER}s" in errored.error
     closing = events[-1]
     assert isinstance(closing, RunFailed)
     assert busy_tasks() == before

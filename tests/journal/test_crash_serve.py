@@ -24,6 +24,10 @@ from crash_torture import Scenario, Tally
 from .test_crash_torture import _baseline
 
 
+# A dozen processes (services, the baseline run, followers): 19 s for plain in a loaded
+# run; past the suite's 60 s, pytest-timeout's thread method ends the whole xdist worker
+# (which left its PostgreSQL server running). Its waits are bounded.
+@pytest.mark.timeout(240)
 @pytest.mark.parametrize("name", ["plain", "approvals"])
 def test_a_service_killed_at_random_resumes_its_run_as_if_never_killed(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

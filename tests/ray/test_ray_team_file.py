@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -34,15 +35,23 @@ def _run_on_ray(address: str, *options: str, **env: str) -> subprocess.Completed
     """``regiment run`` of the refund team, its workers on the Ray at ``address``."""
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     argv = [sys.executable, "-m", "regiment", "run", str(REFUND), GOAL, "--model", "scripted"]
-    return subprocess.run(
-        [*argv, "--workers", "ray", "--ray-address", address, *options],
-        capture_output=True,
-        text=True,
-        timeout=150,
-        check=False,
-        cwd=REPO,
-        env={**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": path, **env},
-    )
+    with tempfile.TemporaryDirectory() as folder:  # its journal: not the repository's
+        journal = str(Path(folder) / "journal.db")
+        return subprocess.run(
+            [*argv, "--workers", "ray", "--ray-address", address, *options],
+            capture_output=True,
+            text=True,
+            timeout=150,
+            check=False,
+            cwd=REPO,
+            env={
+                **os.environ,
+                "RAY_AUTH_MODE": "token",
+                "PYTHONPATH": path,
+                "REGIMENT_JOURNAL": journal,
+                **env,
+            },
+        )
 
 
 def _placed_file(directory: Path) -> Path:
@@ -171,6 +180,7 @@ def test_a_sigterm_stops_regiment_run_workers_ray_quietly_leaving_no_ray_process
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     argv = [sys.executable, "-m", "regiment", "run", str(team_file(tmp_path)), "hold 88213"]
     env = {**os.environ, "RAY_ADDRESS": "local", "PYTHONPATH": path, HOLD_LEDGER: str(ledger)}
+    env["REGIMENT_JOURNAL"] = str(tmp_path / "journal.db")  # not the repository's
     stopped = sigterm_mid_step([*argv, "--workers", "ray"], cwd=REPO, env=env, ledger=ledger)
     stderr = stopped.stderr
     assert stopped.returncode == 143, stderr[-3000:]

@@ -13,13 +13,10 @@ from examples.service.serving import serving
 from regiment.journal import Record, RunCreated, StepReported, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
-from tests.journal.conftest import postgres_server, postgres_url
 
 from .sse import Frame, frames, run_events
 
 pytestmark = pytest.mark.anyio
-
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -23,12 +23,10 @@ from regiment.hierarchy.run._journaling import owner_name
 from regiment.journal import Journal, PostgresJournal, SqliteJournal, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
-from tests.journal.conftest import postgres_server, postgres_url
 from tests.journal.records import created, event, new_id
 
 pytestmark = pytest.mark.anyio
 
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 PLAN = plan_json(step("s1", "billing", "refund 2 500"))
 

@@ -20,14 +20,11 @@ import pytest
 from examples.service.serving import serving
 from regiment.journal import nested_run_id
 from regiment.serve import create_app
-from tests.journal.conftest import postgres_server, postgres_url
 from tests.journal.durable_team import Ledger, make_office
 from tests.journal.test_nested_resume import NESTED_GOAL
 from tests.serve.sse import run_events
 
 pytestmark = pytest.mark.anyio
-
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 
 async def _asked(c: httpx.AsyncClient, run_id: str) -> dict[str, httpx.Response]:

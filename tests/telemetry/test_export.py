@@ -148,6 +148,12 @@ def test_export_timeout_must_be_positive() -> None:
 TRACE_WORD = re.compile(r"\btrace\b")
 
 
+@pytest.fixture
+def environ(tmp_path: Path) -> dict[str, str]:
+    """The CLI's environment: a journal in tmp_path, not the repository's .regiment/."""
+    return {"REGIMENT_JOURNAL": str(tmp_path / "journal.db")}
+
+
 @pytest.fixture(autouse=True)
 def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds --app-dir to it
@@ -155,13 +161,13 @@ def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.anyio
 async def test_cli_says_it_could_not_export_and_names_the_trace(
-    monkeypatch: pytest.MonkeyPatch, closed_url: str
+    monkeypatch: pytest.MonkeyPatch, closed_url: str, environ: dict[str, str]
 ) -> None:
     url = closed_url
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     out, err = io.StringIO(), io.StringIO()
     code = await run_async(
-        ["run", REFUND, GOAL, "--trace", "jaeger"], stdout=out, stderr=err, environ={}
+        ["run", REFUND, GOAL, "--trace", "jaeger"], stdout=out, stderr=err, environ=environ
     )
     assert code == 0, err.getvalue()
     lines = [line for line in err.getvalue().splitlines() if TRACE_WORD.search(line)]
@@ -177,7 +183,7 @@ async def test_cli_says_it_could_not_export_and_names_the_trace(
 
 @pytest.mark.anyio
 async def test_a_failed_run_still_names_its_trace(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ: dict[str, str]
 ) -> None:
     with OtlpReceiver() as receiver:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
@@ -187,7 +193,7 @@ async def test_a_failed_run_still_names_its_trace(
             ["run", str(team), "do it", "--app-dir", str(tmp_path), "--trace", "jaeger"],
             stdout=out,
             stderr=err,
-            environ={},
+            environ=environ,
         )
         spans = receiver.spans()
     assert code == 1
@@ -199,13 +205,13 @@ async def test_a_failed_run_still_names_its_trace(
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["jaeger", "console"])
 async def test_cli_says_when_the_sdk_variable_turned_tracing_off(
-    monkeypatch: pytest.MonkeyPatch, mode: str
+    monkeypatch: pytest.MonkeyPatch, mode: str, environ: dict[str, str]
 ) -> None:
     # `--trace jaeger` said nothing at all, `--trace console` an empty "trace (none started):".
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     out, err = io.StringIO(), io.StringIO()
     code = await run_async(
-        ["run", REFUND, GOAL, "--trace", mode], stdout=out, stderr=err, environ={}
+        ["run", REFUND, GOAL, "--trace", mode], stdout=out, stderr=err, environ=environ
     )
     assert code == 0, err.getvalue()
     lines = [line for line in err.getvalue().splitlines() if TRACE_WORD.search(line)]
@@ -263,7 +269,7 @@ def test_a_failing_collector_is_one_warning_per_outage_not_one_per_batch(
 
 @pytest.mark.anyio
 async def test_an_endpoint_s_password_is_never_printed_nor_logged(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, environ: dict[str, str]
 ) -> None:
     # The CLI's line named the endpoint as given, a basic-auth password and all; so
     # did the watch's WARNING.
@@ -272,7 +278,7 @@ async def test_an_endpoint_s_password_is_never_printed_nor_logged(
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://ann:pw-s3cret@127.0.0.1:{port}")
         out, err = io.StringIO(), io.StringIO()
         code = await run_async(
-            ["run", REFUND, GOAL, "--trace", "jaeger"], stdout=out, stderr=err, environ={}
+            ["run", REFUND, GOAL, "--trace", "jaeger"], stdout=out, stderr=err, environ=environ
         )
         assert code == 0, err.getvalue()
         sent = err.getvalue()
