@@ -28,10 +28,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.journal.conftest import postgres_server, postgres_url
-
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
-
 REPO = Path(__file__).resolve().parents[2]
 TEAM = str(REPO / "examples" / "refund" / "team_approval.toml")
 GOAL = "For order 77120 check refund eligibility, issue the refund if eligible, then email the customer."

@@ -22,11 +22,8 @@ from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
-from tests.journal.conftest import postgres_server, postgres_url
 
 pytestmark = pytest.mark.anyio
-
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

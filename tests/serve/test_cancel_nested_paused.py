@@ -15,11 +15,8 @@ from examples.service.serving import serving
 from regiment.journal import nested_run_id, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, nested_team, plan_json, step
-from tests.journal.conftest import postgres_server, postgres_url
 
 pytestmark = pytest.mark.anyio
-
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -20,11 +20,9 @@ from examples.service.serving import serving
 from regiment.hierarchy.run import _brief_holds
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
-from tests.journal.conftest import postgres_server, postgres_url
 
 pytestmark = pytest.mark.anyio
 
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 PLAN = plan_json(step("s1", "billing", "refund 2 500"))
 

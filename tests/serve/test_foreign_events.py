@@ -18,14 +18,11 @@ from regiment._json import JsonValue
 from regiment.hierarchy import RunStarted
 from regiment.journal import EventRecorded, open_journal
 from regiment.serve import create_app
-from tests.journal.conftest import postgres_server, postgres_url
 from tests.journal.records import created, new_id
 from tests.serve.sse import run_events
 from tests.serve.teams import support_team
 
 pytestmark = pytest.mark.anyio
-
-__all__ = ("postgres_server", "postgres_url")  # the fixtures: one server, a schema per test
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
