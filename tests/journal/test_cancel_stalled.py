@@ -25,6 +25,7 @@ from regiment.journal import (
     ModelCallFinished,
     ModelCallStarted,
     RunFinished,
+    nested_run_id,
     open_journal,
 )
 from regiment.models import Usage
@@ -82,16 +83,20 @@ async def test_a_run_killed_in_its_tool_is_cancelled_without_running_again(
         await journal.close()
     # Nothing ran again: the tool's body once, the model asked nothing more.
     assert (side.read_text(), asked.read_text()) == ("m1\n", "planner\nworker\n")
-    assert ended is not None and ended.error_type == "RunCancelled"
+    assert ended is not None
+    assert ended.error_type == "RunCancelled"
     assert ended.message.endswith("mid-work: its machine died"), ended.message
     assert (ended.model_calls, ended.tool_calls) == (2, 1)
-    assert ended.usage == _replies(records) and ended.usage.micro_usd > 0
+    assert ended.usage == _replies(records)
+    assert ended.usage.micro_usd > 0
     assert ended.estimated_usage == Usage()
     assert [p.version for p in ended.plans] == [1]
     *_, closing, finished = records
-    assert isinstance(closing, EventRecorded) and closing.kind == "RunFailed"
+    assert isinstance(closing, EventRecorded)
+    assert closing.kind == "RunFailed"
     assert closing.event["usage"]["micro_usd"] == ended.usage.micro_usd
-    assert isinstance(finished, RunFinished) and finished.status == "cancelled"
+    assert isinstance(finished, RunFinished)
+    assert finished.status == "cancelled"
 
 
 @pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
@@ -116,11 +121,13 @@ async def test_a_model_call_in_flight_is_counted_at_its_most(
     (lost,) = [
         r for r in records if isinstance(r, ModelCallStarted) and r.call_key == "step/1/s1/3"
     ]
-    assert ended is not None and ended.estimated_usage == lost.most
+    assert ended is not None
+    assert ended.estimated_usage == lost.most
     assert ended.usage == _replies(records) + lost.most
     assert ended.model_calls == 1 + in_flight_team.SLOW_CALL  # the plan, the worker's 3
     assert ended.usage.micro_usd >= in_flight_team.bill_of(bill)  # never less than billed
-    assert isinstance(records[-1], RunFinished) and records[-1].status == "cancelled"
+    assert isinstance(records[-1], RunFinished)
+    assert records[-1].status == "cancelled"
 
 
 @pytest.mark.parametrize(  # (uvicorn runs on asyncio; the killed child on either)
@@ -144,3 +151,42 @@ async def test_the_service_cancels_a_run_stalled_mid_work(
     assert view["status"] == "cancelled", view
     assert resumed.status_code == 409, resumed.text
     assert (side.read_text(), asked.read_text()) == ("m1\n", "planner\nworker\n")
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
+async def test_a_nested_run_killed_mid_work_ends_with_its_top_run(
+    anyio_backend: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
+    args = [where, str(bill), "0.004", "worker", "nested", anyio_backend]
+    child = Path(in_flight_team.__file__)
+    async with killed_child(child, args, tmp_path / "child.log", "in flight", 60) as run_id:
+        pass
+    billed, nested = bill.read_text(), nested_run_id(run_id, 1, "s1")
+    journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        team = in_flight_team.make_team(bill, 0.004, nested=True)
+        async with team.start(journal=journal) as running:
+            ended = await running.cancel_paused(run_id, reason="gone")
+            with pytest.raises(AlreadyFinished):
+                await running.resume(run_id)
+        top = [e.record for e in await journal.read(run_id)]
+        below = [e.record for e in await journal.read(nested)]
+        statuses = [(await journal.get_run(r)).status for r in (run_id, nested)]
+    finally:
+        await journal.close()
+    assert bill.read_text() == billed  # the model was asked nothing
+    assert statuses == ["cancelled", "cancelled"]
+    (lost,) = [r for r in below if isinstance(r, ModelCallStarted) and r.call_key == "step/1/s1/3"]
+    assert ended is not None
+    assert ended.estimated_usage == lost.most
+    assert ended.usage == _replies(top) + _replies(below) + lost.most
+    assert ended.model_calls == 2 + in_flight_team.SLOW_CALL  # two plans, the worker's 3
+    *_, closing, finished = below
+    assert isinstance(closing, EventRecorded)
+    assert closing.kind == "RunFailed"
+    assert closing.event["estimated_usage"]["micro_usd"] == lost.most.micro_usd
+    assert isinstance(finished, RunFinished)
+    assert finished.status == "cancelled"
+    assert finished.error is not None
+    assert finished.error.endswith("(with its top run)")
