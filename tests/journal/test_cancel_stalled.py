@@ -12,13 +12,16 @@ a real PostgreSQL server, uvicorn + httpx for the service).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx2 as httpx
+import msgspec
 import pytest
 
 from examples.service.serving import serving
 from regiment.errors import AlreadyFinished
+from regiment.hierarchy import RunFailed
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import (
     EventRecorded,
@@ -55,7 +58,7 @@ async def _killed_in_tool(where: str, tmp_path: Path, backend: str) -> str:
         return run_id
 
 
-def _replies(records: list[object]) -> Usage:
+def _replies(records: Sequence[object]) -> Usage:
     return sum((r.response.usage for r in records if isinstance(r, ModelCallFinished)), Usage())
 
 
@@ -94,7 +97,7 @@ async def test_a_run_killed_in_its_tool_is_cancelled_without_running_again(
     *_, closing, finished = records
     assert isinstance(closing, EventRecorded)
     assert closing.kind == "RunFailed"
-    assert closing.event["usage"]["micro_usd"] == ended.usage.micro_usd
+    assert msgspec.convert(closing.event, RunFailed) == ended
     assert isinstance(finished, RunFinished)
     assert finished.status == "cancelled"
 
@@ -185,7 +188,7 @@ async def test_a_nested_run_killed_mid_work_ends_with_its_top_run(
     *_, closing, finished = below
     assert isinstance(closing, EventRecorded)
     assert closing.kind == "RunFailed"
-    assert closing.event["estimated_usage"]["micro_usd"] == lost.most.micro_usd
+    assert msgspec.convert(closing.event, RunFailed).estimated_usage == lost.most
     assert isinstance(finished, RunFinished)
     assert finished.status == "cancelled"
     assert finished.error is not None
