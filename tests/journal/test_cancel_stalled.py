@@ -11,10 +11,13 @@ a real PostgreSQL server, uvicorn + httpx for the service).
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import httpx2 as httpx
 import msgspec
 import pytest
@@ -100,6 +103,14 @@ async def test_a_run_killed_in_its_tool_is_cancelled_without_running_again(
     assert msgspec.convert(closing.event, RunFailed) == ended
     assert isinstance(finished, RunFinished)
     assert finished.status == "cancelled"
+    # `regiment show` ends the step and its tool call as a cancelled run's: from its report
+    shown = await anyio.run_process(
+        [sys.executable, "-m", "regiment", "show", run_id, "--json", "--journal", where]
+    )
+    (step,) = json.loads(shown.stdout)["steps"]
+    assert (step["status"], step["ended_by"]) == ("cancelled", "closing_report")
+    (call,) = step["unfinished_calls"]
+    assert (call["tool"], call["outcome"], call["ended_by"]) == ("mark", "cut", "closing_report")
 
 
 @pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
