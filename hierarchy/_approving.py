@@ -103,7 +103,9 @@ class DecidesApprovals:
         """Cancel a run that paused for approvals: it ends ``cancelled`` (journaled so: it
         is not resumed), and its pending requests are withdrawn (a decision on one is
         refused: its run was cancelled). A live run is cancelled by cancelling its caller
-        (``run``, ``stream``) or, in a service, ``POST /runs/{id}/cancel``.
+        (``run``, ``stream``) or, in a service, ``POST /runs/{id}/cancel``. A run stalled
+        mid-work (its process died, no pause) is ended so too, from its journal alone:
+        nothing runs again, no model is asked; its ``RunFailed`` counts what a resume would.
 
         Args:
             run_id: the paused run.
@@ -116,6 +118,7 @@ class DecidesApprovals:
 
         Raises:
             UnknownRun: the team's journal has no such run.
+            LeaseHeld: a run stalled mid-work that another process took up meanwhile.
         """
         if self._live(run_id) is not None:
             return None

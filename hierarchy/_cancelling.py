@@ -1,4 +1,5 @@
-"""Cancelling a paused run: it ends ``cancelled``, and what it waited for is withdrawn.
+"""Cancelling a paused run (or one stalled mid-work): it ends ``cancelled``, and what it
+waited for is withdrawn.
 
 A run that paused for approvals has no task to cancel: its state is the journal's (or,
 without one, its requests on the team's desk). Cancelling it writes its end there, under
@@ -20,6 +21,7 @@ from regiment.errors import AlreadyFinished, LeaseHeld, UnknownRun
 from regiment.hierarchy._approvals import ApprovalDesk
 from regiment.hierarchy._replay import event_record
 from regiment.hierarchy._result import RunResult
+from regiment.hierarchy._stalled_end import stalled_ending
 from regiment.hierarchy.events import RunCompleted, RunFailed
 from regiment.hierarchy.run._brief_holds import BriefHold, wait_brief_hold
 from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
@@ -46,10 +48,14 @@ async def cancel_paused(
     desk: ApprovalDesk, journal: Journal | None, run_id: str, reason: str
 ) -> RunFailed | None:
     """End paused run ``run_id`` ``cancelled``; its last event, or ``None`` if it is not
-    a paused run (live in this process or another, ended, or never paused).
+    a paused run (live in this process or another, ended, or never paused). A run stalled
+    mid-work (its process died) is ended so too, from its journal alone: nothing of it
+    runs again, no model is asked (``stalled_ending``).
 
     Raises:
         UnknownRun: the journal has no such run.
+        LeaseHeld: the run was stalled mid-work, and another process holds it now (took
+            it up since): the message names that process.
         JournalError: the journal could not be read or written.
     """
     if top_run_id(run_id) is not None:  # a nested team's run: cancelled with its top run
@@ -64,25 +70,38 @@ async def cancel_paused(
     status = await _status(journal, run_id)
     if status not in ("paused", "stalled"):
         return None  # (stalled: maybe paused, its requests decided since, not resumed)
-    if status == "stalled" and _ending(run_id, why, await journal.read(run_id), False) is None:
-        return None  # it stopped otherwise: its lease is not taken (a frozen owner keeps it)
+    # Stalled mid-work (its process died, not at a pause): ended from its journal alone.
+    midwork = (
+        status == "stalled" and _ending(run_id, why, await journal.read(run_id), False) is None
+    )
+    if midwork:
+        why = "the run was cancelled after its process stopped mid-work" + (
+            f": {reason}" if reason else ""
+        )
     with BriefHold(run_id, "being cancelled"):  # a resume meeting its lease waits it out
-        lease = await _lease(journal, run_id)
+        lease = await _lease(journal, run_id, refuse=midwork)
         if lease is None:
             return None
         try:
             paused = (await journal.get_run(run_id)).status == "paused"
-            ended = _ending(run_id, why, await journal.read(run_id), paused)
+            entries = await journal.read(run_id)
+            ended = _ending(run_id, why, entries, paused)
+            if ended is None and midwork:  # (its lease is ours: no process runs it)
+                ended = await stalled_ending(journal, run_id, entries, why)
             if ended is None:  # resumed meanwhile, or stalled while it ran: not paused
                 return None
-            await _end_nested(journal, lease, run_id, await journal.read(run_id), why)
+            await _end_nested(journal, lease, run_id, entries, why)
             await journal.append(lease, event_record(run_id, ended))
             error = f"RunCancelled: {why}"
             record = JournalFinished(run_id=run_id, status="cancelled", error=error)
             await journal.append(lease, record, durable=True)
         finally:
             await journal.release(lease)
-    _log.info("run %s was cancelled while paused for approval", run_id)
+    _log.info(
+        "run %s was cancelled %s",
+        run_id,
+        "after its process stopped mid-work" if midwork else "while paused for approval",
+    )
     return ended
 
 
@@ -114,8 +133,8 @@ async def _end_nested(
         try:
             below = await journal.read(nested)
             await _end_nested(journal, above, nested, below, why)
-            ended = _ending(nested, why, below, True)
-            assert ended is not None  # (paused: always an ending)
+            ended = _ending(nested, why, below, False)  # at its pause, else from its journal
+            ended = ended or await stalled_ending(journal, nested, below, why)
             await journal.append(lease, event_record(nested, ended))
             error = f"RunCancelled: {why} (with its top run)"
             await journal.append(
@@ -141,9 +160,10 @@ async def _status(journal: Journal, run_id: str) -> str:
     return (await journal.get_run(run_id)).status
 
 
-async def _lease(journal: Journal, run_id: str) -> Lease | None:
+async def _lease(journal: Journal, run_id: str, *, refuse: bool = False) -> Lease | None:
     """The run's lease; ``None`` if the run ended, or is live in another process (a
-    resume there); one a decider holds for its write is waited out."""
+    resume there; with ``refuse``, ``LeaseHeld`` naming its owner, raised: a run stalled
+    mid-work that another process took up); one a decider holds for its write is waited out."""
     for attempt in range(_TRIES):
         try:
             return await journal.acquire(run_id, owner=owner_name(), ttl=LEASE_TTL)
@@ -151,6 +171,8 @@ async def _lease(journal: Journal, run_id: str) -> Lease | None:
             return None
         except LeaseHeld:
             if attempt == _TRIES - 1:
+                if refuse:
+                    raise
                 return None
         await anyio.sleep(0.05)
     return None

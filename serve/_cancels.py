@@ -2,7 +2,8 @@
 
 A live run here is cancelled (its cancel scope); one whose end has come is not (its end
 is being journaled: it ends as it did, and the answer says so); a paused one is ended
-``cancelled`` in the journal (``RunningTeam.cancel_paused``). ``"cancelling": false``
+``cancelled`` in the journal (``RunningTeam.cancel_paused``), and so is one stalled
+mid-work (its process died), from its journal alone, nothing of it run again. ``"cancelling": false``
 always comes with a ``detail`` saying why, and what to do if anything.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from regiment.errors import LeaseHeld
 from regiment.hierarchy import RunCompleted, RunFailed
 from regiment.journal import top_run_id
 
@@ -35,7 +37,11 @@ async def cancel_run(s: Service, request: Request) -> Response:
     # requests decided since, not resumed: cancel_paused tells). Its lease's write waits
     # for the journal's lock at most the journal's own timeout, then a 503 (logged).
     if not cancelled and ending is None and record.status in ("paused", "stalled"):
-        cancelled = await s.cancel_paused(run_id)
+        try:  # (stalled mid-work: ended from its journal alone, nothing of it run again)
+            cancelled = await s.cancel_paused(run_id)
+        except LeaseHeld as exc:  # stalled mid-work, and another process took it up since
+            detail = f"run {run_id} is no longer stalled: {exc}. If it runs there, cancel it there"
+            raise ApiError(409, "cannot cancel", detail) from exc
         # A resume here that took the run's lease first: it is live now, cancel it
         cancelled = cancelled or runs.cancel(run_id)
     body: dict[str, object] = {"run_id": run_id, "cancelling": cancelled}
@@ -80,17 +86,10 @@ def _why_not(
             f"there. {shows}"
         )
         raise ApiError(409, "cannot cancel", detail)
-    if record.status == "stalled":  # not paused: its process stopped (or froze) mid-work
-        resume = f"POST {under(request, f'/runs/{run_id}/resume')}"
+    if record.status == "stalled":  # not paused, and not ended by cancel_paused: taken up
         detail = (
-            f"run {run_id} is stalled mid-work: its process stopped (or froze) before its "
-            "end, not at a pause, so no process here runs it, nothing of it runs unless it "
-            "is resumed, and a cancel has no end of it to write. Left so, it is never run "
-            f"again. To end it for good: {resume}, then POST "
-            f"{under(request, f'/runs/{run_id}/cancel')}; the resume counts the model calls "
-            "it had in flight, and goes on until the cancel lands (a tool call it had in "
-            "flight may run again, under its idempotency key). If another process took it "
-            "up meanwhile, cancel it there"
+            f"run {run_id} was stalled mid-work, and another process took it up as the "
+            f"cancel came: if it runs there, cancel it there; else post the cancel again. {shows}"
         )
         raise ApiError(409, "cannot cancel", detail)
     detail = (

@@ -18,12 +18,13 @@ import psycopg
 import pytest
 
 from examples.service.serving import serving
+from regiment.errors import LeaseLost
 from regiment.hierarchy.run._brief_holds import BriefHold
 from regiment.hierarchy.run._journaling import owner_name
 from regiment.journal import Journal, PostgresJournal, SqliteJournal, open_journal
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
-from tests.journal.records import created, event, new_id
+from tests.journal.records import created, new_id
 
 pytestmark = pytest.mark.anyio
 
@@ -130,11 +131,11 @@ async def test_a_cancel_the_journal_lock_holds_is_503_then_cancels_once_it_is_go
     assert shop.refunds == []
 
 
-async def test_a_cancel_of_a_run_stalled_mid_work_leaves_its_lease_alone(journal: str) -> None:
+async def test_a_cancel_of_a_run_stalled_mid_work_ends_it_past_its_lease(journal: str) -> None:
     # A run whose owner stopped renewing its lease mid-work (not at a pause) lists
-    # `stalled`; a cancel answers `cancelling: false`, as before, but it took the run's
-    # lease to find that out, so the owner (only frozen a while) had lost its run. Now
-    # the answer is a 409 saying why and how to end it (it answered false, no detail).
+    # `stalled`. A cancel answered a 409 saying to resume it, then cancel (a resume could
+    # run a call in flight again); now it takes the lapsed lease, as a resume would, and
+    # ends the run `cancelled` from its journal: the owner (only frozen) has lost it.
     run_id = new_id()
     owner = await open_journal(journal)
     try:
@@ -147,17 +148,15 @@ async def test_a_cancel_of_a_run_stalled_mid_work_leaves_its_lease_alone(journal
                 while (await c.get(f"/runs/{run_id}")).json()["status"] != "stalled":
                     pass
             cancel = await c.post(f"/runs/{run_id}/cancel")
-            still = (await c.get(f"/runs/{run_id}")).json()["status"]
-        renewed = await owner.renew(lease, ttl=60)  # LeaseLost if the cancel had taken it
-        assert await owner.append(renewed, event(run_id, 1), durable=True) == 2
+            view = (await c.get(f"/runs/{run_id}")).json()
+        with pytest.raises(LeaseLost):  # the cancel took it
+            await owner.renew(lease, ttl=60)
+        status = (await owner.get_run(run_id)).status
     finally:
         await owner.close()
-    assert cancel.status_code == 409, cancel.text
-    assert cancel.json()["error"] == "cannot cancel"
-    detail = cancel.json()["detail"]
-    assert f"run {run_id} is stalled mid-work" in detail, detail
-    assert f"POST /runs/{run_id}/resume, then POST /runs/{run_id}/cancel" in detail, detail
-    assert still == "stalled"
+    assert cancel.status_code == 202, cancel.text
+    assert cancel.json() == {"run_id": run_id, "cancelling": True}
+    assert (view["status"], status) == ("cancelled", "cancelled")
 
 
 async def test_an_approve_and_a_cancel_posted_together_end_the_run_cancelled(journal: str) -> None:
