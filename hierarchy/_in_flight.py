@@ -137,17 +137,19 @@ async def journal_intent(
 
 
 def charge_unanswered(replay: Replay, spent: Spent, run_id: str) -> None:
-    """Charge ``spent`` (a resumed run's, before it spends anything) with each model call
-    its journal shows started and never answered, at the most it may have spent, by role;
-    a WARNING on ``regiment.run`` says what was charged."""
+    """Charge ``spent`` (a resumed run's before it spends anything, or a stalled run's being
+    cancelled from its journal) with each model call its journal shows started and never
+    answered, at the most it may have spent, by role; a WARNING on ``regiment.run`` says
+    what was charged."""
     lost = replay.unanswered()
     if not lost:
         return
     total = _charged(spent, lost)
     _log.warning(
         "run %s: %d model call(s) were in flight when its process stopped (%s), and "
-        "their providers bill them though no reply was journaled; the resumed run counts "
-        "each at the most it could have spent: %d tokens (%d input, %d output), $%.6f",
+        "their providers bill them though no reply was journaled; the run (resumed, or "
+        "cancelled from its journal) counts each at the most it could have spent: "
+        "%d tokens (%d input, %d output), $%.6f",
         run_id,
         len(lost),
         ", ".join(f"{s.call_key} by {s.role!r}" for s in lost),
