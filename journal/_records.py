@@ -112,12 +112,19 @@ class PlanVersion(_Base, frozen=True, kw_only=True, tag="plan_version"):
 
 
 class StepDispatched(_Base, frozen=True, kw_only=True, tag="step_dispatched"):
-    """Intent: a step went to its worker."""
+    """Intent: a step went to its worker.
+
+    Attributes:
+        span: the span id (16 hex digits) of the step's ``invoke_agent`` span, when the run
+            is traced: a resume after a crash ends that span, which its process left open;
+            ``None`` in older journals.
+    """
 
     plan_version: int
     step_id: str
     worker: str
     attempt: int = 1
+    span: str | None = None
 
 
 class StepReported(_Base, frozen=True, kw_only=True, tag="step_reported"):

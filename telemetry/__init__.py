@@ -15,7 +15,7 @@ from regiment.telemetry import _semconv as semconv
 from regiment.telemetry._content import redact
 from regiment.telemetry._logs import LogExport, TraceContextHandler
 from regiment.telemetry._metrics import RunMetrics
-from regiment.telemetry._open_root import OpenRoot, parent_traceparent
+from regiment.telemetry._open_root import OpenRoot, OpenStep, parent_traceparent
 from regiment.telemetry._propagation import (
     OTelPropagator,
     activated,
@@ -27,6 +27,7 @@ from regiment.telemetry._propagation import (
     trace_id_hex,
 )
 from regiment.telemetry._scope import error_type, mark_error, record_cancellation
+from regiment.telemetry._step_ids import step_span_headers
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
 __all__ = (
@@ -34,6 +35,7 @@ __all__ = (
     "LogExport",
     "OTelPropagator",
     "OpenRoot",
+    "OpenStep",
     "OtlpJsonFileExporter",
     "RunMetrics",
     "PhaseName",
@@ -58,6 +60,7 @@ __all__ = (
     "render_trace",
     "semconv",
     "spans_to_otlp_json",
+    "step_span_headers",
     "trace_id_hex",
 )
 

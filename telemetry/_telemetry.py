@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, cast, final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanKind, TracerProvider
+from opentelemetry.trace import Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from regiment._version import __version__
@@ -25,10 +25,12 @@ from regiment.telemetry._attributes import verify_attributes as _verify_attribut
 from regiment.telemetry._content import capture_from_env
 from regiment.telemetry._logs import correlate_logs
 from regiment.telemetry._metrics import run_metrics
-from regiment.telemetry._open_root import OpenRoot, resumer_links
+from regiment.telemetry._open_root import OpenRoot
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
-from regiment.telemetry._scope import _SpanScope, open_span
+from regiment.telemetry._resumed_root import resumed_root
+from regiment.telemetry._scope import _SpanScope
+from regiment.telemetry._step_ids import STEP_SPAN_HEADER, GivenSpanIds
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -105,6 +107,7 @@ class Telemetry:
             _INSTRUMENTATION, __version__, tracer_provider=tracer_provider
         )
         self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
+        self._given = GivenSpanIds()  # a step's span id, as its dispatch journaled it
         correlate_logs()  # records of the `regiment` loggers get trace_id / span_id
         # None while nothing records metrics: then the hierarchy does no metric work at all.
         self.metrics = run_metrics(meter_provider, __version__)
@@ -175,7 +178,7 @@ class Telemetry:
             if resume is None:
                 scope = _open(self, f"invoke_agent {team}", attributes=attributes)
             else:
-                scope = _resumed(self, f"invoke_agent {team}", attributes, resume, reopen)
+                scope = resumed_root(self, f"invoke_agent {team}", attributes, resume, reopen)
         return scope if self.metrics is None else _counted(scope, self.metrics.active_run(team))
 
     def plan_span(
@@ -253,9 +256,13 @@ class Telemetry:
         base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         if attributes:
             base.update(attributes)
-        parent = None if parent_headers is None else extract_context(parent_headers)
+        parent, tracer = None, self._tracer
+        if parent_headers is not None:  # (its id: chosen as a journaled run sent the step)
+            parent = extract_context(parent_headers)
+            if (given := parent_headers.get(STEP_SPAN_HEADER)) is not None:
+                tracer = self._given.tracer(tracer, given)
         name, capture = f"invoke_agent {agent_name}", self.recorder.capture  # no _open hop
-        return _SpanScope(self._tracer, name, SpanKind.INTERNAL, base, parent, capture)
+        return _SpanScope(tracer, name, SpanKind.INTERNAL, base, parent, capture)
 
     def chat_span(
         self,
@@ -316,51 +323,6 @@ class Telemetry:
 def _counted(scope: SpanScope, active: AbstractContextManager[None]) -> Iterator[Span]:
     with active, scope as span:
         yield span
-
-
-def _resumed(
-    telemetry: Telemetry,
-    name: str,
-    attributes: dict[str, AttributeValue],
-    resume: tuple[int, str | None],
-    reopen: OpenRoot | None,
-) -> SpanScope:
-    if reopen is not None:
-        from regiment.telemetry._reopen import reopened_root  # the SDK: loaded on a resume
-
-        span = (name, attributes, telemetry.recorder.capture)
-        provider = telemetry.tracer_provider
-        scope = reopened_root(provider, (_INSTRUMENTATION, __version__), span, resume, reopen)
-        if scope is not None:
-            return scope
-    return _continued(telemetry, name, attributes, resume)
-
-
-def _continued(
-    telemetry: Telemetry,
-    name: str,
-    attributes: dict[str, AttributeValue],
-    resume: tuple[int, str | None],
-) -> SpanScope:
-    """A resumed run's root span: in the first root's trace, linked to it (if it was traced).
-
-    Both the span and the link carry ``regiment.run.resume`` (which resume it is).
-    """
-    number, first_root = resume
-    attributes[sc.REGIMENT_RUN_RESUME] = number
-    context = None if first_root is None else extract_context({"traceparent": first_root})
-    first = None if context is None else trace.get_current_span(context).get_span_context()
-    if first is None or not first.is_valid:
-        return _open(telemetry, name, attributes=attributes)  # the run was not traced before
-    links = [Link(first, {sc.REGIMENT_RUN_RESUME: number}), *resumer_links(first.trace_id)]
-    return open_span(
-        telemetry.tracer,
-        name,
-        attributes=attributes,
-        context=context,
-        capture=telemetry.recorder.capture,
-        links=links,
-    )
 
 
 def _replan(

@@ -341,13 +341,14 @@ def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Rec
         case PlanAdopted(plan=plan):
             body = msgspec.to_builtins(plan)
             return PlanVersion(run_id=run_id, version=plan.version, plan=body)
-        case StepSent(assign=assign, worker=worker):
+        case StepSent(assign=assign, worker=worker, span=span):
             return StepDispatched(
                 run_id=run_id,
                 plan_version=assign.plan_version,
                 step_id=assign.step.id,
                 worker=worker,
                 attempt=assign.attempt,
+                span=span,
             )
         case StepCommitted(report=report):
             return _reported(run_id, report, committed=True)

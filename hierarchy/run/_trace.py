@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, final
 
@@ -15,8 +16,22 @@ from opentelemetry.trace import Span
 from regiment.errors import RunCancelled, RunError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.journal import Entry, EventRecorded, RunCreated, RunResumed
-from regiment.telemetry import OpenRoot, SpanScope, Telemetry, headers_for, parent_traceparent
+from regiment.journal import (
+    Entry,
+    EventRecorded,
+    RunCreated,
+    RunResumed,
+    StepDispatched,
+    StepReported,
+)
+from regiment.telemetry import (
+    OpenRoot,
+    OpenStep,
+    SpanScope,
+    Telemetry,
+    headers_for,
+    parent_traceparent,
+)
 from regiment.telemetry import semconv as sc
 
 if TYPE_CHECKING:
@@ -60,6 +75,8 @@ def open_root(entries: Iterable[Entry]) -> OpenRoot | None:
     the run was not traced."""
     root: OpenRoot | None = None
     traced = False  # whether the process that took the run over last traced it
+    # The step spans that process opened and did not end (each resume ends its dead one's).
+    steps: dict[tuple[int, str, int], OpenStep] = {}
     for entry in entries:
         match entry.record:
             case RunCreated(trace=str(own), trace_parent=parent, created_at=at):
@@ -74,7 +91,27 @@ def open_root(entries: Iterable[Entry]) -> OpenRoot | None:
                 traced = False
             case EventRecorded(kind=kind) if traced and kind in _ENDS:
                 root = None
+            case StepDispatched(span=str(span)) as sent:
+                key = (sent.plan_version, sent.step_id, sent.attempt)
+                steps[key] = _open_step(sent, span, entry.recorded_at)
+            case StepReported(plan_version=version, step_id=step, attempt=attempt):
+                steps.pop((version, step, attempt), None)
+        if isinstance(entry.record, RunCreated | RunResumed):
+            steps = {}
+    if root is not None and steps:
+        root = dataclasses.replace(root, steps=tuple(steps.values()))
     return root
+
+
+def _open_step(sent: StepDispatched, span: str, at: datetime) -> OpenStep:
+    return OpenStep(
+        span_id=span,
+        worker=sent.worker,
+        step_id=sent.step_id,
+        plan_version=sent.plan_version,
+        attempt=sent.attempt,
+        started=at,
+    )
 
 
 def root_trace(span: Span) -> tuple[str | None, str | None]:

@@ -4,9 +4,11 @@
 without ``RUN_ID`` it starts the run (under the remote span ``TRACEPARENT`` names, if
 given), else it resumes run ``RUN_ID`` with the journal's clock ``SHIFT`` seconds ahead
 (so the lease of a killed process has run out). It prints ``run <id>``; at the first model
-call of step ``STOP`` (``s1``, ``s2``; ``none``: never) it exports every span it has ended
-to ``ENDPOINT`` (the real OTLP exporter), prints ``ready`` and waits to be killed; else it
-prints ``finished <status>`` and exports the rest.
+call of step ``STOP`` (``s1``, ``s2``; ``s1+``, ``s2+``: its second, after its tool call;
+``none``: never) it waits until the journal holds what it did (the step's dispatch, every
+earlier step's report: as it does within a second, ``COMMIT_WAIT``), exports every span it
+has ended to ``ENDPOINT`` (the real OTLP exporter), prints ``ready`` and waits to be
+killed; else it prints ``finished <status>`` and exports the rest.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ import anyio
 
 from regiment.hierarchy import Planner, Team, Worker
 from regiment.hierarchy.events import RunStarted
-from regiment.journal import open_journal
+from regiment.journal import (
+    RunCreated,
+    RunResumed,
+    StepDispatched,
+    StepReported,
+    open_journal,
+)
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -48,7 +56,7 @@ def look_up(order: str) -> str:
 
 
 def _brain(
-    stop: Callable[[], Awaitable[None]], at: str
+    stop: Callable[[str], Awaitable[None]], at: str
 ) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
     async def reply(request: ModelRequest) -> ModelResponse:
         if request.role == "planner":
@@ -60,14 +68,35 @@ def _brain(
         results = [p for p in request.messages[-1].parts if isinstance(p, ToolResultPart)]
         if not results:
             if step == at:
-                await stop()
+                await stop(step)
             return tool_call_response("look_up", {"order": step[1]})
+        if f"{step}+" == at:
+            await stop(step)
         return text_response(f"{step}: {results[0].content}")
 
     return reply
 
 
-def _team(handle: TracingHandle, stop: Callable[[], Awaitable[None]], at: str) -> Team:
+async def caught_up(where: str, run_id: str, step: str) -> None:
+    """Until the journal holds, of this process's holding of run ``run_id``, the dispatch
+    of ``step`` and a report of every other step it dispatched (polled: the run commits
+    them within ``COMMIT_WAIT``)."""
+    journal = await open_journal(where)
+    try:
+        while True:
+            records = [entry.record for entry in await journal.read(run_id)]
+            took = max(i for i, r in enumerate(records) if isinstance(r, RunCreated | RunResumed))
+            mine = records[took:]
+            sent = {r.step_id for r in mine if isinstance(r, StepDispatched)}
+            reported = {r.step_id for r in mine if isinstance(r, StepReported)}
+            if step in sent and sent - {step} <= reported:
+                return
+            await anyio.sleep(0.05)
+    finally:
+        await journal.close()
+
+
+def _team(handle: TracingHandle, stop: Callable[[str], Awaitable[None]], at: str) -> Team:
     model = ScriptedModel(_brain(stop, at))
     worker = Worker(name="clerk", description="looks orders up", model=model, tools=[look_up])
     return Team(
@@ -84,7 +113,10 @@ async def main(*argv: str) -> None:
     resume = rest[:2] if rest and rest[0] != "--parent" else ()
     handle = configure_tracing("crash-child", endpoint=endpoint, set_global=False)
 
-    async def stop() -> None:
+    run: list[str] = [rest[0]] if resume else []
+
+    async def stop(step: str) -> None:
+        await caught_up(where, run[0], step)
         handle.force_flush()  # what this process has ended is at the receiver
         print("ready", flush=True)
         await anyio.sleep_forever()
@@ -107,6 +139,7 @@ async def main(*argv: str) -> None:
             ):
                 async for event in events:
                     if isinstance(event, RunStarted):
+                        run.append(event.run_id)
                         print("run", event.run_id, flush=True)
             status = "completed"
     handle.shutdown()
