@@ -27,7 +27,7 @@ from regiment.telemetry._propagation import (
     trace_id_hex,
 )
 from regiment.telemetry._scope import error_type, mark_error, record_cancellation
-from regiment.telemetry._step_ids import step_span_headers
+from regiment.telemetry._step_ids import chosen_child, step_span_headers
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
 __all__ = (
@@ -45,6 +45,7 @@ __all__ = (
     "TraceContextHandler",
     "TracingHandle",
     "activated",
+    "chosen_child",
     "configure_tracing",
     "context_headers",
     "error_type",

@@ -24,7 +24,7 @@ from opentelemetry import trace
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-__all__ = ("STEP_SPAN_HEADER", "GivenSpanIds", "step_span_headers")
+__all__ = ("STEP_SPAN_HEADER", "GivenSpanIds", "chosen_child", "step_span_headers")
 
 STEP_SPAN_HEADER = "regiment-step-span"
 """The envelope header holding the id (16 hex digits) of the step's ``invoke_agent`` span."""
@@ -33,8 +33,25 @@ STEP_SPAN_HEADER = "regiment-step-span"
 def step_span_headers(headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """A new span id for a step (16 hex digits, never the invalid 0) and ``headers``
     with it added, to send the step with."""
-    span_id = f"{random.getrandbits(64) or 1:016x}"
+    span_id = _new_id()
     return span_id, {**headers, STEP_SPAN_HEADER: span_id}
+
+
+def chosen_child() -> tuple[str, str, str] | None:
+    """For a span to start under the current one (a nested run's root, under the step it
+    serves) with an id chosen now, journaled before it starts: that id (16 hex digits),
+    the span's ``traceparent`` and its parent's; ``None`` when nothing is traced here."""
+    parent = trace.get_current_span()
+    context = parent.get_span_context()
+    if not context.is_valid or not parent.is_recording():
+        return None
+    span_id, flags = _new_id(), f"{int(context.trace_flags):02x}"
+    own = f"00-{context.trace_id:032x}-{span_id}-{flags}"
+    return span_id, own, f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags}"
+
+
+def _new_id() -> str:
+    return f"{random.getrandbits(64) or 1:016x}"
 
 
 @final

@@ -162,6 +162,7 @@ class Telemetry:
         session_id: str | None = None,
         resume: tuple[int, str | None] | None = None,
         reopen: OpenRoot | None = None,
+        span_id: str | None = None,
     ) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``; its parent is the current
         context (a caller's span); finish it with ``recorder.run_end``.
@@ -171,12 +172,17 @@ class Telemetry:
         run counts in ``regiment.runs.active`` while the span is open. A resumed run passes
         ``resume``: which resume it is (from 1) and its first root's ``traceparent``: the
         span continues that trace, under and linked to the first root (and to a current span
-        of another trace: whoever resumed it); ``reopen``: a killed process's root, reopened."""
+        of another trace: whoever resumed it); ``reopen``: a killed process's root, reopened;
+        ``span_id``: the id the span takes (16 hex digits: ``chosen_child``), journaled first."""
         scope = _NOT_TRACING
         if self.tracing:
             attributes = _run_attributes(team, run_id, goal, provider, session_id)
             if resume is None:
-                scope = _open(self, f"invoke_agent {team}", attributes=attributes)
+                tracer = (
+                    self._tracer if span_id is None else self._given.tracer(self._tracer, span_id)
+                )
+                name, capture = f"invoke_agent {team}", self.recorder.capture
+                scope = _SpanScope(tracer, name, SpanKind.INTERNAL, attributes, None, capture)
             else:
                 scope = resumed_root(self, f"invoke_agent {team}", attributes, resume, reopen)
         return scope if self.metrics is None else _counted(scope, self.metrics.active_run(team))

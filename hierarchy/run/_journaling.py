@@ -97,6 +97,7 @@ class RunJournal:
         "ended",
         "open_root",
         "resume",
+        "root_span",
         "run_id",
         "top",
     )
@@ -126,6 +127,7 @@ class RunJournal:
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
         self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
         self.open_root: OpenRoot | None = None  # resumed: the root span a crash left open
+        self.root_span: str | None = None  # a new nested run's root span's id, journaled
         self.ended: str | None = None  # how the run ended, once its end is on its way in
         self.bounded = False  # its budget limits spending: each call's intent is journaled
 

@@ -64,7 +64,7 @@ def run_root(
     provider = team.planner.model.provider
     return telemetry.run_span(
         team.name, run_id, goal, provider=provider, session_id=session, resume=resume,
-        reopen=reopen,
+        reopen=reopen, span_id=resumed.root_span if resumed else None,
     )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """A traced, journaled run in a process of its own, for tests/telemetry/test_crash_trace.py.
 
-``python _crash_child.py JOURNAL ENDPOINT STOP [RUN_ID SHIFT] [--parent TRACEPARENT]``:
+``python _crash_child.py JOURNAL ENDPOINT STOP [RUN_ID SHIFT] [--parent TRACEPARENT]
+[--nested]``:
 without ``RUN_ID`` it starts the run (under the remote span ``TRACEPARENT`` names, if
 given), else it resumes run ``RUN_ID`` with the journal's clock ``SHIFT`` seconds ahead
 (so the lease of a killed process has run out). It prints ``run <id>``; at the first model
@@ -8,7 +9,8 @@ call of step ``STOP`` (``s1``, ``s2``; ``s1+``, ``s2+``: its second, after its t
 ``none``: never) it waits until the journal holds what it did (the step's dispatch, every
 earlier step's report: as it does within a second, ``COMMIT_WAIT``), exports every span it
 has ended to ``ENDPOINT`` (the real OTLP exporter), prints ``ready`` and waits to be
-killed; else it prints ``finished <status>`` and exports the rest.
+killed; else it prints ``finished <status>`` and exports the rest. With ``--nested`` the
+steps are a nested team's (``inner``): the run's one step, ``o1``, is its worker ``desk``'s.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from contextlib import nullcontext
 
 import anyio
 
-from regiment.hierarchy import Planner, Team, Worker
+from regiment.hierarchy import Planner, Team, TeamWorker, Worker
 from regiment.hierarchy.events import RunStarted
 from regiment.journal import (
+    Journal,
     RunCreated,
     RunResumed,
     StepDispatched,
     StepReported,
+    nested_run_id,
     open_journal,
 )
 from regiment.models import (
@@ -77,51 +81,71 @@ def _brain(
     return reply
 
 
-async def caught_up(where: str, run_id: str, step: str) -> None:
-    """Until the journal holds, of this process's holding of run ``run_id``, the dispatch
-    of ``step`` and a report of every other step it dispatched (polled: the run commits
-    them within ``COMMIT_WAIT``)."""
+OUTER = {"steps": [{"id": "o1", "description": "look both orders up", "worker": "desk"}]}
+
+
+async def caught_up(where: str, steps: list[tuple[str, str]]) -> None:
+    """Until the journal holds, for each ``(run id, step)``, of this process's holding of
+    the run, the dispatch of the step and a report of every other step it dispatched
+    (polled: a run commits them within ``COMMIT_WAIT``)."""
     journal = await open_journal(where)
     try:
-        while True:
-            records = [entry.record for entry in await journal.read(run_id)]
-            took = max(i for i, r in enumerate(records) if isinstance(r, RunCreated | RunResumed))
-            mine = records[took:]
-            sent = {r.step_id for r in mine if isinstance(r, StepDispatched)}
-            reported = {r.step_id for r in mine if isinstance(r, StepReported)}
-            if step in sent and sent - {step} <= reported:
+        while True:  # another process's commits: nothing here to wait on but the file
+            if all([await _holds(journal, run_id, step) for run_id, step in steps]):
                 return
             await anyio.sleep(0.05)
     finally:
         await journal.close()
 
 
-def _team(handle: TracingHandle, stop: Callable[[str], Awaitable[None]], at: str) -> Team:
+async def _holds(journal: Journal, run_id: str, step: str) -> bool:
+    records = [entry.record for entry in await journal.read(run_id)]
+    took = [i for i, r in enumerate(records) if isinstance(r, RunCreated | RunResumed)]
+    mine = records[took[-1] :] if took else []
+    sent = {r.step_id for r in mine if isinstance(r, StepDispatched)}
+    reported = {r.step_id for r in mine if isinstance(r, StepReported)}
+    return step in sent and sent - {step} <= reported
+
+
+def _team(
+    handle: TracingHandle, stop: Callable[[str], Awaitable[None]], at: str, nested: bool
+) -> Team:
     model = ScriptedModel(_brain(stop, at))
     worker = Worker(name="clerk", description="looks orders up", model=model, tools=[look_up])
-    return Team(
-        name="crashers",
-        planner=Planner(model=model),
-        workers=[worker],
-        telemetry=Telemetry(handle.provider),
-    )
+    telemetry = Telemetry(handle.provider)
+    if not nested:
+        return Team(
+            name="crashers", planner=Planner(model=model), workers=[worker], telemetry=telemetry
+        )
+    inner = Team(name="inner", planner=Planner(model=model), workers=[worker], telemetry=telemetry)
+    desk = TeamWorker(name="desk", description="a team that looks orders up", team=inner)
+    outer = ScriptedModel(_outer)
+    return Team(name="crashers", planner=Planner(model=outer), workers=[desk], telemetry=telemetry)
+
+
+async def _outer(request: ModelRequest) -> ModelResponse:
+    if request.role == "planner":
+        return text_response(json.dumps(OUTER))
+    return text_response("both orders shipped")
 
 
 async def main(*argv: str) -> None:
     where, endpoint, at, *rest = argv
     parent = rest[rest.index("--parent") + 1] if "--parent" in rest else None
-    resume = rest[:2] if rest and rest[0] != "--parent" else ()
+    resume = rest[:2] if rest and not rest[0].startswith("--") else ()
+    nested = "--nested" in rest
     handle = configure_tracing("crash-child", endpoint=endpoint, set_global=False)
 
     run: list[str] = [rest[0]] if resume else []
 
     async def stop(step: str) -> None:
-        await caught_up(where, run[0], step)
+        inner = nested_run_id(run[0], 1, "o1")
+        await caught_up(where, [(run[0], "o1"), (inner, step)] if nested else [(run[0], step)])
         handle.force_flush()  # what this process has ended is at the receiver
         print("ready", flush=True)
         await anyio.sleep_forever()
 
-    team = _team(handle, stop, at)
+    team = _team(handle, stop, at, nested)
     if resume:
         run_id, shift = resume[0], float(resume[1])
         journal = await open_journal(where, clock=lambda: time.time() + shift)
