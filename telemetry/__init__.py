@@ -26,7 +26,7 @@ from regiment.telemetry._propagation import (
     joined_trace,
     trace_id_hex,
 )
-from regiment.telemetry._scope import error_type, mark_error, record_cancellation
+from regiment.telemetry._scope import error_type, leave_open, mark_error, record_cancellation
 from regiment.telemetry._step_ids import chosen_child, step_span_headers
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
@@ -54,6 +54,7 @@ __all__ = (
     "headers_for",
     "inject",
     "joined_trace",
+    "leave_open",
     "mark_error",
     "parent_traceparent",
     "record_cancellation",

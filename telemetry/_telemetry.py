@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
+from types import TracebackType
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast, final
 
 from opentelemetry import trace
@@ -185,7 +186,7 @@ class Telemetry:
                 scope = _SpanScope(tracer, name, SpanKind.INTERNAL, attributes, None, capture)
             else:
                 scope = resumed_root(self, f"invoke_agent {team}", attributes, resume, reopen)
-        return scope if self.metrics is None else _counted(scope, self.metrics.active_run(team))
+        return scope if self.metrics is None else _Counted(scope, self.metrics.active_run(team))
 
     def plan_span(
         self,
@@ -325,10 +326,31 @@ class Telemetry:
         return headers_for(span)
 
 
-@contextmanager
-def _counted(scope: SpanScope, active: AbstractContextManager[None]) -> Iterator[Span]:
-    with active, scope as span:
-        yield span
+@final
+class _Counted(AbstractContextManager[Span]):
+    """A run's span scope, counted in ``regiment.runs.active`` while it is open."""
+
+    __slots__ = ("_active", "scope")
+
+    def __init__(self, scope: SpanScope, active: AbstractContextManager[None]) -> None:
+        self.scope, self._active = scope, active  # scope: see leave_open
+
+    def __enter__(self) -> Span:
+        self._active.__enter__()
+        try:
+            return self.scope.__enter__()
+        except BaseException as exc:
+            self._active.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            self.scope.__exit__(kind, exc, tb)
+        finally:
+            self._active.__exit__(kind, exc, tb)
+        return None
 
 
 def _replan(

@@ -174,6 +174,12 @@ class RunJournal:
         return self._lease
 
     @property
+    def unrecorded(self) -> bool:
+        """Whether a write of the run failed (or another process took the run over): the
+        journal does not hold how it ended, so a resume finishes it."""
+        return self._error is not None
+
+    @property
     def store(self) -> Journal:
         """The journal the run is recorded in (its nested runs are recorded there too)."""
         return self._journal

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -30,6 +31,7 @@ from regiment.telemetry import (
     SpanScope,
     Telemetry,
     headers_for,
+    leave_open,
     parent_traceparent,
 )
 from regiment.telemetry import semconv as sc
@@ -37,6 +39,8 @@ from regiment.telemetry import semconv as sc
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.run._journaling import RunJournal
+
+_log = logging.getLogger("regiment.telemetry")
 
 __all__ = (
     "PausedCut",
@@ -213,6 +217,18 @@ class PausedCut(AbstractContextManager["PausedCut"]):
             raise self.held
 
 
+def _left_open(scope: AbstractContextManager[Span], run_id: str) -> None:
+    """Leave the root span of run ``run_id``, whose end the journal could not record, open:
+    ended (and exported) here, it would be ended again, with the same ids, by the resume
+    that finishes the run (the journal says it never ended), so the trace held it twice."""
+    if leave_open(scope):
+        _log.info(
+            "run %s: its end could not be journaled, so its root span is left open (not "
+            "exported): the resume that finishes the run ends it, with its ids",
+            run_id,
+        )
+
+
 @final
 class PausedRoot:
     """A run's root span ``scope`` that ends as paused, not cancelled, when the run (a
@@ -231,6 +247,9 @@ class PausedRoot:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        channel = self.hold.channel
+        if channel is not None and channel.journal is not None and channel.journal.unrecorded:
+            _left_open(self._scope, channel.journal.run_id)
         if not self.hold.__exit__(kind, exc, tb):
             return self._scope.__exit__(kind, exc, tb)
         self._scope.__exit__(None, None, None)  # the span ends as paused ...
