@@ -169,23 +169,15 @@ class Telemetry:
         context (a caller's span); finish it with ``recorder.run_end``.
 
         ``provider`` is the planner model's; ``session_id`` becomes ``gen_ai.conversation.id``
-        (left out when ``None``); of the goal only its length is kept. With metrics on, the
-        run counts in ``regiment.runs.active`` while the span is open. A resumed run passes
-        ``resume``: which resume it is (from 1) and its first root's ``traceparent``: the
-        span continues that trace, under and linked to the first root (and to a current span
-        of another trace: whoever resumed it); ``reopen``: a killed process's root, reopened;
-        ``span_id``: the id the span takes (16 hex digits: ``chosen_child``), journaled first."""
+        (left out when ``None``); of the goal only its length is kept. With metrics on, the run
+        counts in ``regiment.runs.active`` while the span is open. A resumed run passes
+        ``resume`` (which resume, from 1; its first root's ``traceparent``): the span goes on in
+        that trace, under and linked to the first root (and to a current span of another trace:
+        its resumer); ``reopen``: a killed process's root; ``span_id``: see ``chosen_child``."""
         scope = _NOT_TRACING
         if self.tracing:
             attributes = _run_attributes(team, run_id, goal, provider, session_id)
-            if resume is None:
-                tracer = (
-                    self._tracer if span_id is None else self._given.tracer(self._tracer, span_id)
-                )
-                name, capture = f"invoke_agent {team}", self.recorder.capture
-                scope = _SpanScope(tracer, name, SpanKind.INTERNAL, attributes, None, capture)
-            else:
-                scope = resumed_root(self, f"invoke_agent {team}", attributes, resume, reopen)
+            scope = _root(self, f"invoke_agent {team}", attributes, (resume, reopen, span_id))
         return scope if self.metrics is None else _Counted(scope, self.metrics.active_run(team))
 
     def plan_span(
@@ -263,11 +255,9 @@ class Telemetry:
         base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
         if attributes:
             base.update(attributes)
-        parent, tracer = None, self._tracer
-        if parent_headers is not None:  # (its id: chosen as a journaled run sent the step)
-            parent = extract_context(parent_headers)
-            if (given := parent_headers.get(STEP_SPAN_HEADER)) is not None:
-                tracer = self._given.tracer(tracer, given)
+        parent = None if parent_headers is None else extract_context(parent_headers)
+        given = None if parent_headers is None else parent_headers.get(STEP_SPAN_HEADER)
+        tracer = self._tracer if given is None else self._given.tracer(self._tracer, given)
         name, capture = f"invoke_agent {agent_name}", self.recorder.capture  # no _open hop
         return _SpanScope(tracer, name, SpanKind.INTERNAL, base, parent, capture)
 
@@ -351,6 +341,23 @@ class _Counted(AbstractContextManager[Span]):
         finally:
             self._active.__exit__(kind, exc, tb)
         return None
+
+
+def _root(
+    telemetry: Telemetry,
+    name: str,
+    attributes: dict[str, AttributeValue],
+    resumed: tuple[tuple[int, str | None] | None, OpenRoot | None, str | None],
+) -> SpanScope:
+    """A run's root span (``resumed``: ``run_span``'s resume, reopen and span id)."""
+    resume, reopen, span_id = resumed
+    if resume is not None:
+        return resumed_root(telemetry, name, attributes, resume, reopen)
+    tracer = telemetry.tracer  # its id chosen and journaled first: a nested run's
+    if span_id is not None:
+        tracer = telemetry._given.tracer(tracer, span_id)
+    capture = telemetry.recorder.capture
+    return _SpanScope(tracer, name, SpanKind.INTERNAL, attributes, None, capture)
 
 
 def _replan(
