@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, final
 
 from opentelemetry import trace
@@ -56,23 +56,26 @@ def _new_id() -> str:
 
 @final
 class GivenSpanIds:
-    """One ``Telemetry``'s tracer whose next span takes a given id (made on first use)."""
+    """One ``Telemetry``'s tracer whose next span takes a given id: a copy of the SDK
+    tracer ``source`` gives (its provider's, resolved on first use: a global provider
+    installed after the ``Telemetry`` was made counts)."""
 
-    __slots__ = ("_base", "_ids", "_made", "_next")
+    __slots__ = ("_base", "_ids", "_made", "_next", "_source")
 
-    def __init__(self) -> None:
+    def __init__(self, source: Callable[[], trace.Tracer]) -> None:
+        self._source = source
         self._made = False
         self._base: trace.Tracer | None = None  # the copy; None: the tracer is not the SDK's
         self._ids: IdGenerator | None = None  # the SDK tracer's own generator
         self._next = 0
 
     def tracer(self, tracer: trace.Tracer, span_id: str) -> trace.Tracer:
-        """The tracer to start the next span with so that it gets ``span_id``: a copy of
-        ``tracer`` (the SDK's), or ``tracer`` itself when it cannot (not the SDK's, or
-        ``span_id`` is not 16 hex digits: a header someone else set)."""
+        """The tracer to start the next span with so that it gets ``span_id``: the copy, or
+        ``tracer`` itself when it cannot be (the provider is not the SDK's, or ``span_id`` is
+        not 16 hex digits: a header someone else set)."""
         if not self._made:
             self._made = True
-            self._base = self._copy(tracer)
+            self._base = self._copy(self._source())
         given = _parsed(span_id)
         if self._base is None or given == 0:
             return tracer

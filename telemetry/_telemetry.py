@@ -47,6 +47,10 @@ SpanScope: TypeAlias = AbstractContextManager[Span]
 """What every span method returns: ``with telemetry.x_span(...) as span:``."""
 
 _INSTRUMENTATION = "regiment"
+_SCOPE = (
+    _INSTRUMENTATION,
+    __version__,
+)  # (a span's id given: GivenSpanIds, as the journal kept it)
 
 
 # A marker for an API version whose module no longer has the global we peek at.
@@ -108,7 +112,7 @@ class Telemetry:
             _INSTRUMENTATION, __version__, tracer_provider=tracer_provider
         )
         self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
-        self._given = GivenSpanIds()  # a step's span id, as its dispatch journaled it
+        self._given = GivenSpanIds(lambda: self.tracer_provider.get_tracer(*_SCOPE))
         correlate_logs()  # records of the `regiment` loggers get trace_id / span_id
         # None while nothing records metrics: then the hierarchy does no metric work at all.
         self.metrics = run_metrics(meter_provider, __version__)
