@@ -10,7 +10,9 @@ call of step ``STOP`` (``s1``, ``s2``; ``s1+``, ``s2+``: its second, after its t
 earlier step's report: as it does within a second, ``COMMIT_WAIT``), exports every span it
 has ended to ``ENDPOINT`` (the real OTLP exporter), prints ``ready`` and waits to be
 killed; else it prints ``finished <status>`` and exports the rest. With ``--nested`` the
-steps are a nested team's (``inner``): the run's one step, ``o1``, is its worker ``desk``'s.
+steps are a nested team's (``inner``): the run's one step, ``o1``, is its worker ``desk``'s;
+with ``--no-flush`` it exports nothing itself at ``STOP``: the batch processor does, on its
+own schedule (``OTEL_BSP_SCHEDULE_DELAY``).
 """
 
 from __future__ import annotations
@@ -141,7 +143,8 @@ async def main(*argv: str) -> None:
     async def stop(step: str) -> None:
         inner = nested_run_id(run[0], 1, "o1")
         await caught_up(where, [(run[0], "o1"), (inner, step)] if nested else [(run[0], step)])
-        handle.force_flush()  # what this process has ended is at the receiver
+        if "--no-flush" not in rest:  # else the batch processor sends them when it does
+            handle.force_flush()  # what this process has ended is at the receiver
         print("ready", flush=True)
         await anyio.sleep_forever()
 

@@ -187,3 +187,32 @@ async def test_a_nested_runs_lost_root_and_step_are_ended_under_the_lost_outer_s
     (resumed,) = [s for s in spans if s.name == "invoke_agent inner" and s is not nested_root]
     (desk_again,) = [s for s in spans if s.name == "invoke_agent desk" and s is not desk]
     assert resumed.parent_span_id == desk_again.span_id
+
+
+async def test_what_the_batch_exporter_sent_on_its_own_before_the_kill_has_its_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No flush at the stop: the child's batch processor exports on its own schedule (made
+    # short here); the kill comes once the receiver has what it sent of the open step.
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")  # milliseconds; the child's
+    where, log = str(tmp_path / "runs.db"), tmp_path / "child.log"
+    with OtlpReceiver() as receiver:
+        args = [where, receiver.endpoint, "s1+", "--no-flush"]
+        async with killed_child(CHILD, args, log, "ready", 60) as run_id:
+            with anyio.fail_after(30):
+                sent = {s.name for s in receiver.spans()}
+                while "execute_tool look_up" not in sent:  # another process exports them: no event
+                    await anyio.sleep(0.02)
+                    sent = {s.name for s in receiver.spans()}
+        killed = receiver.spans()
+        finish = [where, receiver.endpoint, "none", run_id, str(SHIFT), "--no-flush"]
+        with anyio.fail_after(120):
+            done = await anyio.run_process([sys.executable, str(CHILD), *finish], check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        spans = receiver.spans()
+    ((lost, _), _) = _dispatches(await _entries(where, run_id), "s1")
+    assert {s.parent_span_id for s in killed if s.name == "execute_tool look_up"} == {lost}
+    root = _one_whole_trace(spans)
+    ended = _by_id(spans, lost)
+    _interrupted(ended)
+    assert ended.parent_span_id == root.span_id
