@@ -227,7 +227,7 @@ ATTRIBUTES = (
         sc.REGIMENT_INTERRUPTED,
         "`true`: the span's process died with it open; the resume that took the run over "
         "ended it (status ERROR, `error.type=interrupted`) and ran its work again",
-        "step (a nested run's root: its own resume ends it)",
+        "step, tool (a nested run's root: its own resume ends it)",
     ),
     Entry(
         sc.REGIMENT_CANCEL_REASON,

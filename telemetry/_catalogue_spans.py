@@ -129,6 +129,6 @@ EVENTS = (
         sc.INTERRUPTED_EVENT,
         "its process died with the span open (its time: when the resume ended it); the step "
         "is run again, in a new span",
-        "step; a nested run",
+        "step, tool; a nested run",
     ),
 )

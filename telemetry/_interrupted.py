@@ -25,8 +25,8 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._attributes import agent_attributes
-from regiment.telemetry._open_root import OpenRoot, OpenStep, span_context_of
+from regiment.telemetry._attributes import agent_attributes, tool_attributes
+from regiment.telemetry._open_root import OpenCall, OpenRoot, OpenStep, span_context_of
 from regiment.telemetry._reopen import GivenIds, nanoseconds, parent_context
 from regiment.telemetry._scope import mark_error
 
@@ -53,19 +53,29 @@ def end_interrupted(
     now = time.time_ns()
     under = trace.set_span_in_context(NonRecordingSpan(own), Context())
     for step in root.steps:
-        given = _step_context(own, step)
+        given = _step_context(own, step.span_id)
         if given is not None:
             attributes = _step_attributes(run_id, step)
             _end(tracer, given, (f"invoke_agent {step.worker}", attributes, under), step, now)
+    for call in root.calls:
+        given, step_context = (
+            _step_context(own, call.span_id),
+            _step_context(own, call.step_span_id),
+        )
+        if given is not None and step_context is not None:
+            inside = trace.set_span_in_context(NonRecordingSpan(step_context), Context())
+            name, attributes = f"execute_tool {call.tool}", _call_attributes(call)
+            _end(tracer, given, (name, attributes, inside), call, now)
     if span is not None:
         name, attributes = span
         parent = parent_context(root.parent)
         _end(tracer, own, (name, attributes, parent), root, now)
 
 
-def _step_context(root: SpanContext, step: OpenStep) -> SpanContext | None:
+def _step_context(root: SpanContext, span: str) -> SpanContext | None:
+    """The span of id ``span`` (16 hex digits) in ``root``'s trace; ``None`` if none is."""
     try:
-        span_id = int(step.span_id, 16)
+        span_id = int(span, 16)
     except ValueError:  # (a hand-made record: nothing to end)
         return None
     if span_id == 0:
@@ -79,11 +89,15 @@ def _step_attributes(run_id: str, step: OpenStep) -> dict[str, AttributeValue]:
     )
 
 
+def _call_attributes(call: OpenCall) -> dict[str, AttributeValue]:
+    return tool_attributes(call.tool, call.call_id, sc.TOOL_TYPE_FUNCTION, None, None)
+
+
 def _end(
     tracer: SdkTracer,
     own: SpanContext,
     span: tuple[str, dict[str, AttributeValue], Context],
-    opened: OpenStep | OpenRoot,
+    opened: OpenStep | OpenCall | OpenRoot,
     now: int,
 ) -> None:
     """Start the span ``own`` names (``span``: its name, attributes and parent) as it

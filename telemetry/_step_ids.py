@@ -24,7 +24,13 @@ from opentelemetry import trace
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-__all__ = ("STEP_SPAN_HEADER", "GivenSpanIds", "chosen_child", "step_span_headers")
+__all__ = (
+    "STEP_SPAN_HEADER",
+    "GivenSpanIds",
+    "chosen_child",
+    "current_span_id",
+    "step_span_headers",
+)
 
 STEP_SPAN_HEADER = "regiment-step-span"
 """The envelope header holding the id (16 hex digits) of the step's ``invoke_agent`` span."""
@@ -48,6 +54,15 @@ def chosen_child() -> tuple[str, str, str] | None:
     span_id, flags = _new_id(), f"{int(context.trace_flags):02x}"
     own = f"00-{context.trace_id:032x}-{span_id}-{flags}"
     return span_id, own, f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags}"
+
+
+def current_span_id(name: str) -> str | None:
+    """The id (16 hex digits) of the current span if it records and is named ``name`` (a
+    tool call's ``execute_tool`` span, journaled with the call's intent); else ``None``."""
+    span = trace.get_current_span()
+    if not span.is_recording() or getattr(span, "name", None) != name:
+        return None
+    return f"{span.get_span_context().span_id:016x}"
 
 
 def _new_id() -> str:

@@ -24,8 +24,11 @@ from regiment.journal import (
     RunResumed,
     StepDispatched,
     StepReported,
+    ToolCallFinished,
+    ToolCallStarted,
 )
 from regiment.telemetry import (
+    OpenCall,
     OpenRoot,
     OpenStep,
     SpanScope,
@@ -79,8 +82,10 @@ def open_root(entries: Iterable[Entry]) -> OpenRoot | None:
     the run was not traced."""
     root: OpenRoot | None = None
     traced = False  # whether the process that took the run over last traced it
-    # The step spans that process opened and did not end (each resume ends its dead one's).
+    # The step (and tool call) spans that process opened and did not end (each resume ends
+    # its dead one's).
     steps: dict[tuple[int, str, int], OpenStep] = {}
+    calls: dict[tuple[int, str, int], tuple[ToolCallStarted, str, datetime]] = {}
     for entry in entries:
         match entry.record:
             case RunCreated(trace=str(own), trace_parent=parent, created_at=at):
@@ -100,11 +105,38 @@ def open_root(entries: Iterable[Entry]) -> OpenRoot | None:
                 steps[key] = _open_step(sent, span, entry.recorded_at)
             case StepReported(plan_version=version, step_id=step, attempt=attempt):
                 steps.pop((version, step, attempt), None)
+            case ToolCallStarted(span=str(span)) as intent:
+                key = (intent.plan_version, intent.step_id, intent.call_index)
+                calls[key] = (intent, span, entry.recorded_at)
+            case ToolCallFinished(plan_version=version, step_id=step, call_index=index):
+                calls.pop((version, step, index), None)
         if isinstance(entry.record, RunCreated | RunResumed):
-            steps = {}
+            steps, calls = {}, {}
     if root is not None and steps:
-        root = dataclasses.replace(root, steps=tuple(steps.values()))
+        inside = _open_calls(steps, calls.values())
+        root = dataclasses.replace(root, steps=tuple(steps.values()), calls=inside)
     return root
+
+
+def _open_calls(
+    steps: dict[tuple[int, str, int], OpenStep],
+    calls: Iterable[tuple[ToolCallStarted, str, datetime]],
+) -> tuple[OpenCall, ...]:
+    """The tool calls in flight in the open ``steps`` (a call's step: its last attempt)."""
+    by_step = {
+        (version, step): open_step.span_id for (version, step, _), open_step in steps.items()
+    }
+    return tuple(
+        OpenCall(
+            span_id=span,
+            step_span_id=by_step[(intent.plan_version, intent.step_id)],
+            tool=intent.tool,
+            call_id=intent.call_id,
+            started=at,
+        )
+        for intent, span, at in calls
+        if (intent.plan_version, intent.step_id) in by_step
+    )
 
 
 def _open_step(sent: StepDispatched, span: str, at: datetime) -> OpenStep:

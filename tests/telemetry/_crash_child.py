@@ -6,6 +6,7 @@ without ``RUN_ID`` it starts the run (under the remote span ``TRACEPARENT`` name
 given), else it resumes run ``RUN_ID`` with the journal's clock ``SHIFT`` seconds ahead
 (so the lease of a killed process has run out). It prints ``run <id>``; at the first model
 call of step ``STOP`` (``s1``, ``s2``; ``s1+``, ``s2+``: its second, after its tool call;
+``s1!``, ``s2!``: inside its tool call, once the tool's body ended a span of its own;
 ``none``: never) it waits until the journal holds what it did (the step's dispatch, every
 earlier step's report: as it does within a second, ``COMMIT_WAIT``), exports every span it
 has ended to ``ENDPOINT`` (the real OTLP exporter), prints ``ready`` and waits to be
@@ -24,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
 
 import anyio
+from opentelemetry.trace import Tracer
 
 from regiment.hierarchy import Planner, Team, TeamWorker, Worker
 from regiment.hierarchy.events import RunStarted
@@ -55,9 +57,18 @@ PLAN = {
 }
 
 
+# Set by main: the stop and the stop point, and the tracer of the tool body's own spans.
+INSIDE: list[tuple[str, Callable[[str], Awaitable[None]], Tracer]] = []
+
+
 @tool
-def look_up(order: str) -> str:
+async def look_up(order: str) -> str:
     """Look an order up."""
+    at, stop, tracer = INSIDE[0]
+    if at == f"s{order}!":  # inside the call: a span of the body's own has ended in it
+        with tracer.start_as_current_span("SELECT orders"):
+            pass
+        await stop(f"s{order}")
     return f"order {order}: shipped"
 
 
@@ -148,6 +159,7 @@ async def main(*argv: str) -> None:
         print("ready", flush=True)
         await anyio.sleep_forever()
 
+    INSIDE.append((at, stop, handle.provider.get_tracer("orders")))
     team = _team(handle, stop, at, nested)
     if resume:
         run_id, shift = resume[0], float(resume[1])

@@ -3,7 +3,8 @@ their journaled ids, as interrupted: the spans that ended inside them (exported 
 kill) are no orphans, and no span id is sent twice.
 
 A step's ``invoke_agent`` span id is chosen as the step is dispatched and journaled with
-it (``StepDispatched.span``); a nested run's root span's ids with its creation. Real
+it (``StepDispatched.span``); a nested run's root span's ids with its creation; a tool
+call's ``execute_tool`` span id with its intent (``ToolCallStarted.span``). Real
 processes (tests/telemetry/_crash_child.py), killed with SIGKILL once the journal holds
 what they did (within ``COMMIT_WAIT``) and the exporter has sent every span they ended;
 a real SQLite journal; the real OTLP exporter to a loopback receiver.
@@ -19,7 +20,14 @@ import anyio
 import pytest
 
 from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.journal import Entry, RunCreated, StepDispatched, nested_run_id, open_journal
+from regiment.journal import (
+    Entry,
+    RunCreated,
+    StepDispatched,
+    ToolCallStarted,
+    nested_run_id,
+    open_journal,
+)
 
 from ..journal.killed_child import killed_child
 from .otlp_receiver import OtlpReceiver, ReceivedSpan
@@ -216,3 +224,32 @@ async def test_what_the_batch_exporter_sent_on_its_own_before_the_kill_has_its_p
     ended = _by_id(spans, lost)
     _interrupted(ended)
     assert ended.parent_span_id == root.span_id
+
+
+async def test_a_tool_call_killed_in_its_body_is_ended_as_interrupted_under_its_step(
+    tmp_path: Path,
+) -> None:
+    # Killed inside s1's tool call, once the tool's body had ended a span of its own (as
+    # an instrumented client's would be): its parent, the execute_tool span, was open.
+    where, run_id, (killed,), spans = await _killed_then_finished(tmp_path, ["s1!"])
+    entries = await _entries(where, run_id)
+    ((step_lost, _), _) = _dispatches(entries, "s1")
+    (intent,) = [
+        e for e in entries if isinstance(e.record, ToolCallStarted) and e.record.step_id == "s1"
+    ]
+    assert isinstance(intent.record, ToolCallStarted)
+    call_lost = intent.record.span
+    assert call_lost is not None
+    (body,) = [s for s in killed if s.name == "SELECT orders"]
+    assert body.parent_span_id == call_lost
+    assert not {step_lost, call_lost} & {s.span_id for s in killed}
+
+    root = _one_whole_trace(spans)
+    call = _by_id(spans, call_lost)
+    _interrupted(call)
+    assert (call.name, call.parent_span_id) == ("execute_tool look_up", step_lost)
+    assert call.attributes["gen_ai.tool.call.id"] == intent.record.call_id
+    assert call.start == _ns(intent.recorded_at)
+    step = _by_id(spans, step_lost)
+    _interrupted(step)
+    assert step.parent_span_id == root.span_id
