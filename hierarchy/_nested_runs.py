@@ -38,6 +38,7 @@ from regiment.hierarchy.run._channel import RunChannel
 from regiment.hierarchy.run._journaling import RunJournal
 from regiment.hierarchy.run._resume import Opened, reopen
 from regiment.journal import Entry, RunFinished, nested_run_id, patient_reads
+from regiment.telemetry import chosen_child
 
 _log = logging.getLogger("regiment.run")
 
@@ -108,8 +109,11 @@ async def _created(
     """A new nested run, recorded; to be called shielded. Once queued, its record is
     written with some group commit even if the step is cut while it waits: seen through,
     the run reaches the code that ends it (as cancelled), as a top run's creation is
-    (``open_channel``). Cut there, it stayed listed as running, then stalled."""
-    return await RunJournal.create(
+    (``open_channel``). Cut there, it stayed listed as running, then stalled. Traced, its
+    root span's ids are chosen and journaled first: a resume after a crash ends that span
+    (its process left it open), under the step it served then."""
+    chosen = chosen_child()  # under the step it serves, current here
+    nested = await RunJournal.create(
         journal.store,
         child.team,
         run_id,
@@ -118,9 +122,12 @@ async def _created(
         journal.lease.owner,
         deps,
         ttl=journal.ttl,
+        trace=(None, None) if chosen is None else chosen[1:],
         parent=above,
         top=journal.top,
     )
+    nested.root_span = None if chosen is None else chosen[0]
+    return nested
 
 
 async def _unbegun(nested: RunJournal, *, cut: bool) -> None:

@@ -148,6 +148,8 @@ class Replay:
                 return key in self.responses
             case PlanVersion(version=version):
                 return version in self.versions
+            case StepDispatched(span=str()):  # sent again, traced: its new span's id is news
+                return False
             case StepDispatched():
                 return (record.plan_version, record.step_id, record.attempt) in self.dispatched
             case StepReported():

@@ -112,12 +112,19 @@ class PlanVersion(_Base, frozen=True, kw_only=True, tag="plan_version"):
 
 
 class StepDispatched(_Base, frozen=True, kw_only=True, tag="step_dispatched"):
-    """Intent: a step went to its worker."""
+    """Intent: a step went to its worker.
+
+    Attributes:
+        span: the span id (16 hex digits) of the step's ``invoke_agent`` span, when the run
+            is traced: a resume after a crash ends that span, which its process left open;
+            ``None`` in older journals.
+    """
 
     plan_version: int
     step_id: str
     worker: str
     attempt: int = 1
+    span: str | None = None
 
 
 class StepReported(_Base, frozen=True, kw_only=True, tag="step_reported"):
@@ -148,6 +155,9 @@ class ToolCallStarted(_Base, frozen=True, kw_only=True, tag="tool_call_started")
     with the same ``idempotency_key`` so the tool can deduplicate. ``guardrails``: what
     the call's guards did to it before it ran (the engine's notes of their rewrites, as
     JSON), so a resume that runs it again without judging it still tells of them.
+    ``span``: the span id (16 hex digits) of the call's ``execute_tool`` span, when traced:
+    a resume after a crash ends that span, which its process left open (``None`` in older
+    journals).
     """
 
     plan_version: int
@@ -158,6 +168,7 @@ class ToolCallStarted(_Base, frozen=True, kw_only=True, tag="tool_call_started")
     arguments: JsonObject = msgspec.field(default_factory=dict)
     idempotency_key: str
     guardrails: list[JsonObject] = msgspec.field(default_factory=list)
+    span: str | None = None
 
 
 class ToolCallFinished(_Base, frozen=True, kw_only=True, tag="tool_call_finished"):

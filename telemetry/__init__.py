@@ -15,7 +15,7 @@ from regiment.telemetry import _semconv as semconv
 from regiment.telemetry._content import redact
 from regiment.telemetry._logs import LogExport, TraceContextHandler
 from regiment.telemetry._metrics import RunMetrics
-from regiment.telemetry._open_root import OpenRoot, parent_traceparent
+from regiment.telemetry._open_root import OpenCall, OpenRoot, OpenStep, parent_traceparent
 from regiment.telemetry._propagation import (
     OTelPropagator,
     activated,
@@ -26,14 +26,17 @@ from regiment.telemetry._propagation import (
     joined_trace,
     trace_id_hex,
 )
-from regiment.telemetry._scope import error_type, mark_error, record_cancellation
+from regiment.telemetry._scope import error_type, leave_open, mark_error, record_cancellation
+from regiment.telemetry._step_ids import chosen_child, current_span_id, step_span_headers
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
 __all__ = (
     "ConsoleTraceProcessor",
     "LogExport",
     "OTelPropagator",
+    "OpenCall",
     "OpenRoot",
+    "OpenStep",
     "OtlpJsonFileExporter",
     "RunMetrics",
     "PhaseName",
@@ -43,14 +46,17 @@ __all__ = (
     "TraceContextHandler",
     "TracingHandle",
     "activated",
+    "chosen_child",
     "configure_tracing",
     "context_headers",
+    "current_span_id",
     "error_type",
     "extract_context",
     "genai",
     "headers_for",
     "inject",
     "joined_trace",
+    "leave_open",
     "mark_error",
     "parent_traceparent",
     "record_cancellation",
@@ -58,6 +64,7 @@ __all__ = (
     "render_trace",
     "semconv",
     "spans_to_otlp_json",
+    "step_span_headers",
     "trace_id_hex",
 )
 

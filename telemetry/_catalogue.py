@@ -224,6 +224,12 @@ ATTRIBUTES = (
         "spans a pause ended: a paused run's, nested ones' included, wait for a decision)",
     ),
     Entry(
+        sc.REGIMENT_INTERRUPTED,
+        "`true`: the span's process died with it open; the resume that took the run over "
+        "ended it (status ERROR, `error.type=interrupted`) and ran its work again",
+        "step, tool (a nested run's root: its own resume ends it)",
+    ),
+    Entry(
         sc.REGIMENT_CANCEL_REASON,
         "who called the step off: `plan vN is being replaced` (a replan), `the run is ending` "
         "(cancelled, or ended partial), `the run failed`, `the run is pausing until its "
@@ -334,6 +340,11 @@ VALUES = (
         "attempt's is taken as passed)",
     ),
     Entry(sc.ERROR_OTHER, "`error.type`: a failure of no known class"),
+    Entry(
+        sc.ERROR_INTERRUPTED,
+        "`error.type`: the span's process died with it open (SIGKILL, a crash); the resume "
+        "ended it, with its ids and start, and ran its work again",
+    ),
 )
 
 _SECTIONS = (

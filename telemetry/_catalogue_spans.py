@@ -30,7 +30,9 @@ SPANS = (
     ),
     Entry(
         "invoke_agent {worker}",
-        "a worker doing one step",
+        "a worker doing one step; a journaled run picks its span id as it sends the step "
+        "and journals it, so that a resume after a crash ends the span its process left "
+        "open (`regiment.interrupted`) before the step runs again",
         "parent: the run, through the envelope's trace context",
     ),
     Entry(
@@ -122,5 +124,11 @@ EVENTS = (
         "(`regiment.run.resume`: which resume; the event's time: when it began); the "
         "resume that finishes the run ends the span, with its first process's ids and start",
         "run",
+    ),
+    Entry(
+        sc.INTERRUPTED_EVENT,
+        "its process died with the span open (its time: when the resume ended it); the step "
+        "is run again, in a new span",
+        "step, tool; a nested run",
     ),
 )

@@ -11,7 +11,55 @@ from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._propagation import extract_context, headers_for
 
-__all__ = ("OpenRoot", "parent_traceparent", "resumer_links", "span_context_of")
+__all__ = (
+    "OpenCall",
+    "OpenRoot",
+    "OpenStep",
+    "parent_traceparent",
+    "resumer_links",
+    "span_context_of",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenStep:
+    """A step's ``invoke_agent`` span a killed process left open: the step was dispatched
+    (its span id journaled with it) and never reported. The spans that ended inside it (its
+    ``chat`` and ``execute_tool`` spans) may have been exported, so the resume ends it,
+    with that id, as interrupted, before the step runs again in a new span.
+
+    Attributes:
+        span_id: its span id, 16 hex digits (``StepDispatched.span``).
+        worker, step_id, plan_version, attempt: the step, as dispatched.
+        started: when its dispatch was journaled.
+    """
+
+    span_id: str
+    worker: str
+    step_id: str
+    plan_version: int
+    attempt: int
+    started: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenCall:
+    """A tool call's ``execute_tool`` span a killed process left open (its intent, with
+    the span id, journaled; no result): ended as interrupted under its step's span, which
+    the same process left open (what the tool's body ended inside it has its parent).
+
+    Attributes:
+        span_id: its span id, 16 hex digits (``ToolCallStarted.span``).
+        step_span_id: its step's span id (an :class:`OpenStep`'s).
+        tool, call_id: the call.
+        started: when its intent was journaled.
+    """
+
+    span_id: str
+    step_span_id: str
+    tool: str
+    call_id: str
+    started: datetime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,12 +74,19 @@ class OpenRoot:
             run that paused before); ``None``: it was the root of the trace.
         started: when it started (the run's creation, or the resume that opened it).
         resumes: the earlier resumes that took it over and died too: ``(number, when)``.
+        steps: the step spans under it its last process left open (ended as interrupted).
+        calls: the tool call spans inside those it left open (ended as interrupted too).
+        nested: a nested run's root: ended as interrupted too (its resume's root is a new
+            span, under the step it serves now), not reopened.
     """
 
     traceparent: str
     parent: str | None
     started: datetime
     resumes: tuple[tuple[int, datetime], ...] = ()
+    steps: tuple[OpenStep, ...] = ()
+    calls: tuple[OpenCall, ...] = ()
+    nested: bool = False
 
 
 def span_context_of(traceparent: str | None) -> SpanContext | None:

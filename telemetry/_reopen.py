@@ -33,7 +33,7 @@ from regiment.telemetry._open_root import OpenRoot, resumer_links, span_context_
 from regiment.telemetry._propagation import extract_context
 from regiment.telemetry._scope import open_span
 
-__all__ = ("reopened_root",)
+__all__ = ("GivenIds", "nanoseconds", "parent_context", "reopened_root")
 
 _log = logging.getLogger("regiment.telemetry")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -85,22 +85,29 @@ def _reopening_tracer(
         )
         return None
     fixed = copy.copy(tracer)  # its processors, sampler, resource and limits; our ids
-    fixed.id_generator = _GivenIds(own)
-    parent = root.parent if span_context_of(root.parent) is not None else None
-    # An empty context when it had no parent: not the resumer's current span.
-    context = Context() if parent is None else extract_context({"traceparent": parent})
-    resumes = (*((n, _nanoseconds(at)) for n, at in root.resumes), (number, None))
-    return _Reopening(fixed, _nanoseconds(root.started), resumes), context, own
+    fixed.id_generator = GivenIds(own)
+    context = parent_context(root.parent)
+    resumes = (*((n, nanoseconds(at)) for n, at in root.resumes), (number, None))
+    return _Reopening(fixed, nanoseconds(root.started), resumes), context, own
 
 
-def _nanoseconds(when: datetime) -> int:
+def parent_context(parent: str | None) -> Context:
+    """The context to start a span a killed process left open in: its journaled parent's
+    (``traceparent``), or an empty one when it had none (not the resumer's current span)."""
+    if parent is None or span_context_of(parent) is None:
+        return Context()
+    return extract_context({"traceparent": parent})
+
+
+def nanoseconds(when: datetime) -> int:
+    """``when`` as nanoseconds since the epoch (a span's times)."""
     if when.tzinfo is None:  # (the journal writes UTC times; a hand-made record may not)
         when = when.replace(tzinfo=UTC)
     return (when - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
 @final
-class _GivenIds(IdGenerator):
+class GivenIds(IdGenerator):
     """The ids of the one span it makes: the journaled ones."""
 
     def __init__(self, own: SpanContext) -> None:

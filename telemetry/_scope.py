@@ -21,6 +21,7 @@ __all__ = (
     "error_code",
     "error_type",
     "exception_event",
+    "leave_open",
     "mark_error",
     "open_span",
     "record_cancellation",
@@ -65,6 +66,17 @@ def open_span(
             no longer current); the caller ends it, with ``span.end()``.
     """
     return _SpanScope(tracer, name, kind, attributes, context, capture, links, end_on_exit)
+
+
+def leave_open(scope: AbstractContextManager[Span]) -> bool:
+    """Make a span method's ``scope`` (a run's: ``Telemetry.run_span``) leave its span open
+    when it exits: not ended, so not exported (its context is still let go of). Whether it
+    will (``False``: nothing is traced, or the scope is not one of ours)."""
+    inner = getattr(scope, "scope", scope)  # a run counted in regiment.runs.active: its own
+    if not isinstance(inner, _SpanScope):
+        return False
+    inner._end_on_exit = False
+    return True
 
 
 @final

@@ -33,6 +33,7 @@ __all__ = (
     "CANCELLED_EVENT",
     "EXCEPTION_EVENT",
     "ERROR_BUDGET_EXHAUSTED",
+    "ERROR_INTERRUPTED",
     "ERROR_INVALID_PLAN",
     "ERROR_INVALID_VERDICT",
     "ERROR_ITERATION_LIMIT",
@@ -90,6 +91,7 @@ __all__ = (
     "REGIMENT_BUDGET_EXHAUSTED",
     "REGIMENT_BUDGET_LIMIT",
     "REGIMENT_CANCELLED",
+    "REGIMENT_INTERRUPTED",
     "REGIMENT_CANCEL_REASON",
     "REGIMENT_CHECK_DETAIL",
     "REGIMENT_CHECK_NAME",
@@ -146,6 +148,7 @@ __all__ = (
     "SPAN_VERIFY",
     "REPLAYED_EVENT",
     "RUN_RESUMED_EVENT",
+    "INTERRUPTED_EVENT",
     "STALE_REPORT_EVENT",
     "TOOL_TYPE_FUNCTION",
 )
@@ -195,6 +198,7 @@ ERROR_TIMEOUT: Final = "timeout"
 ERROR_ITERATION_LIMIT: Final = "iteration_limit"
 ERROR_BUDGET_EXHAUSTED: Final = "budget_exhausted"
 ERROR_OTHER: Final = "_OTHER"
+ERROR_INTERRUPTED: Final = "interrupted"  # its process died with it open: a resume ended it
 ERROR_INVALID_PLAN: Final = "invalid_plan"  # a planner reply the run refused (asked again)
 ERROR_INVALID_VERDICT: Final = "invalid_verdict"  # a critic reply that is no verdict
 
@@ -256,6 +260,7 @@ REGIMENT_APPROVAL_WAIT: Final = "regiment.approval.wait_s"
 REGIMENT_WORKER: Final = "regiment.worker"
 REGIMENT_CANCELLED: Final = "regiment.cancelled"
 REGIMENT_CANCEL_REASON: Final = "regiment.cancel.reason"
+REGIMENT_INTERRUPTED: Final = "regiment.interrupted"
 REGIMENT_BUDGET_EXHAUSTED: Final = "regiment.budget.exhausted"
 REGIMENT_REPLAYED: Final = "regiment.replayed"
 REGIMENT_BUDGET_LIMIT: Final = "regiment.budget.limit"
@@ -296,3 +301,5 @@ BUDGET_EXHAUSTED_EVENT: Final = "regiment.budget.exhausted"
 REPLAYED_EVENT: Final = "regiment.replayed"
 # On a root span its process never ended (it died), reopened by the resume: one per resume.
 RUN_RESUMED_EVENT: Final = "regiment.run.resumed"
+# On a span a killed process left open, ended by the resume (which runs its work again).
+INTERRUPTED_EVENT: Final = "regiment.interrupted"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
+from types import TracebackType
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast, final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanKind, TracerProvider
+from opentelemetry.trace import Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from regiment._version import __version__
@@ -25,10 +26,12 @@ from regiment.telemetry._attributes import verify_attributes as _verify_attribut
 from regiment.telemetry._content import capture_from_env
 from regiment.telemetry._logs import correlate_logs
 from regiment.telemetry._metrics import run_metrics
-from regiment.telemetry._open_root import OpenRoot, resumer_links
+from regiment.telemetry._open_root import OpenRoot
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
-from regiment.telemetry._scope import _SpanScope, open_span
+from regiment.telemetry._resumed_root import resumed_root
+from regiment.telemetry._scope import _SpanScope
+from regiment.telemetry._step_ids import STEP_SPAN_HEADER, GivenSpanIds
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -44,6 +47,10 @@ SpanScope: TypeAlias = AbstractContextManager[Span]
 """What every span method returns: ``with telemetry.x_span(...) as span:``."""
 
 _INSTRUMENTATION = "regiment"
+_SCOPE = (
+    _INSTRUMENTATION,
+    __version__,
+)  # (a span's id given: GivenSpanIds, as the journal kept it)
 
 
 # A marker for an API version whose module no longer has the global we peek at.
@@ -105,6 +112,7 @@ class Telemetry:
             _INSTRUMENTATION, __version__, tracer_provider=tracer_provider
         )
         self.propagator = OTelPropagator()  # for the actor runtime (``ContextPropagator``)
+        self._given = GivenSpanIds(lambda: self.tracer_provider.get_tracer(*_SCOPE))
         correlate_logs()  # records of the `regiment` loggers get trace_id / span_id
         # None while nothing records metrics: then the hierarchy does no metric work at all.
         self.metrics = run_metrics(meter_provider, __version__)
@@ -159,24 +167,22 @@ class Telemetry:
         session_id: str | None = None,
         resume: tuple[int, str | None] | None = None,
         reopen: OpenRoot | None = None,
+        span_id: str | None = None,
     ) -> SpanScope:
         """The root span of one run: ``invoke_agent {team}``; its parent is the current
         context (a caller's span); finish it with ``recorder.run_end``.
 
         ``provider`` is the planner model's; ``session_id`` becomes ``gen_ai.conversation.id``
-        (left out when ``None``); of the goal only its length is kept. With metrics on, the
-        run counts in ``regiment.runs.active`` while the span is open. A resumed run passes
-        ``resume``: which resume it is (from 1) and its first root's ``traceparent``: the
-        span continues that trace, under and linked to the first root (and to a current span
-        of another trace: whoever resumed it); ``reopen``: a killed process's root, reopened."""
+        (left out when ``None``); of the goal only its length is kept. With metrics on, the run
+        counts in ``regiment.runs.active`` while the span is open. A resumed run passes
+        ``resume`` (which resume, from 1; its first root's ``traceparent``): the span goes on in
+        that trace, under and linked to the first root (and to a current span of another trace:
+        its resumer); ``reopen``: a killed process's root; ``span_id``: see ``chosen_child``."""
         scope = _NOT_TRACING
         if self.tracing:
             attributes = _run_attributes(team, run_id, goal, provider, session_id)
-            if resume is None:
-                scope = _open(self, f"invoke_agent {team}", attributes=attributes)
-            else:
-                scope = _resumed(self, f"invoke_agent {team}", attributes, resume, reopen)
-        return scope if self.metrics is None else _counted(scope, self.metrics.active_run(team))
+            scope = _root(self, f"invoke_agent {team}", attributes, (resume, reopen, span_id))
+        return scope if self.metrics is None else _Counted(scope, self.metrics.active_run(team))
 
     def plan_span(
         self,
@@ -254,8 +260,10 @@ class Telemetry:
         if attributes:
             base.update(attributes)
         parent = None if parent_headers is None else extract_context(parent_headers)
+        given = None if parent_headers is None else parent_headers.get(STEP_SPAN_HEADER)
+        tracer = self._tracer if given is None else self._given.tracer(self._tracer, given)
         name, capture = f"invoke_agent {agent_name}", self.recorder.capture  # no _open hop
-        return _SpanScope(self._tracer, name, SpanKind.INTERNAL, base, parent, capture)
+        return _SpanScope(tracer, name, SpanKind.INTERNAL, base, parent, capture)
 
     def chat_span(
         self,
@@ -312,55 +320,48 @@ class Telemetry:
         return headers_for(span)
 
 
-@contextmanager
-def _counted(scope: SpanScope, active: AbstractContextManager[None]) -> Iterator[Span]:
-    with active, scope as span:
-        yield span
+@final
+class _Counted(AbstractContextManager[Span]):
+    """A run's span scope, counted in ``regiment.runs.active`` while it is open."""
+
+    __slots__ = ("_active", "scope")
+
+    def __init__(self, scope: SpanScope, active: AbstractContextManager[None]) -> None:
+        self.scope, self._active = scope, active  # scope: see leave_open
+
+    def __enter__(self) -> Span:
+        self._active.__enter__()
+        try:
+            return self.scope.__enter__()
+        except BaseException as exc:
+            self._active.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            self.scope.__exit__(kind, exc, tb)
+        finally:
+            self._active.__exit__(kind, exc, tb)
+        return None
 
 
-def _resumed(
+def _root(
     telemetry: Telemetry,
     name: str,
     attributes: dict[str, AttributeValue],
-    resume: tuple[int, str | None],
-    reopen: OpenRoot | None,
+    resumed: tuple[tuple[int, str | None] | None, OpenRoot | None, str | None],
 ) -> SpanScope:
-    if reopen is not None:
-        from regiment.telemetry._reopen import reopened_root  # the SDK: loaded on a resume
-
-        span = (name, attributes, telemetry.recorder.capture)
-        provider = telemetry.tracer_provider
-        scope = reopened_root(provider, (_INSTRUMENTATION, __version__), span, resume, reopen)
-        if scope is not None:
-            return scope
-    return _continued(telemetry, name, attributes, resume)
-
-
-def _continued(
-    telemetry: Telemetry,
-    name: str,
-    attributes: dict[str, AttributeValue],
-    resume: tuple[int, str | None],
-) -> SpanScope:
-    """A resumed run's root span: in the first root's trace, linked to it (if it was traced).
-
-    Both the span and the link carry ``regiment.run.resume`` (which resume it is).
-    """
-    number, first_root = resume
-    attributes[sc.REGIMENT_RUN_RESUME] = number
-    context = None if first_root is None else extract_context({"traceparent": first_root})
-    first = None if context is None else trace.get_current_span(context).get_span_context()
-    if first is None or not first.is_valid:
-        return _open(telemetry, name, attributes=attributes)  # the run was not traced before
-    links = [Link(first, {sc.REGIMENT_RUN_RESUME: number}), *resumer_links(first.trace_id)]
-    return open_span(
-        telemetry.tracer,
-        name,
-        attributes=attributes,
-        context=context,
-        capture=telemetry.recorder.capture,
-        links=links,
-    )
+    """A run's root span (``resumed``: ``run_span``'s resume, reopen and span id)."""
+    resume, reopen, span_id = resumed
+    if resume is not None:
+        return resumed_root(telemetry, name, attributes, resume, reopen)
+    tracer = telemetry.tracer  # its id chosen and journaled first: a nested run's
+    if span_id is not None:
+        tracer = telemetry._given.tracer(tracer, span_id)
+    capture = telemetry.recorder.capture
+    return _SpanScope(tracer, name, SpanKind.INTERNAL, attributes, None, capture)
 
 
 def _replan(

@@ -81,10 +81,12 @@ class PlanAdopted(msgspec.Struct, frozen=True):
 
 @final
 class StepSent(msgspec.Struct, frozen=True):
-    """A step went to ``worker`` with its reserved share of the budget."""
+    """A step went to ``worker`` with its reserved share of the budget (``span``: the id
+    its span takes, when a journaled run is traced: ``telemetry.step_span_headers``)."""
 
     assign: AssignStep
     worker: str
+    span: str | None = None
 
 
 @final

@@ -24,6 +24,7 @@ from regiment.hierarchy.run._journaling import UNJOURNALED, RunJournal, Unjourna
 from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
+from regiment.telemetry import step_span_headers
 
 __all__ = ("Dispatcher", "send_all", "send_now")
 
@@ -279,27 +280,32 @@ def send_now(
     and what sends the rest once a mailbox is full (``None``: all went)."""
     replayed = [] if replayed is None else replayed
     committed = None if journal is UNJOURNALED else journal.committed
-    for sent in sends:
+    for index, sent in enumerate(sends):
+        report, given = None if committed is None else committed(sent.assign), headers
+        if report is None and committed is not None and headers:  # journaled, traced, sent:
+            span, given = step_span_headers(headers)  # its span's id is journaled too
+            sent = StepSent(sent.assign, sent.worker, span)
         record(sent)
-        if committed is not None and (report := committed(sent.assign)) is not None:
+        if report is not None:
             replayed.append(report)
         else:
             try:
-                refs[sent.worker].send_nowait(sent.assign, headers=headers)
+                refs[sent.worker].send_nowait(sent.assign, headers=given)
             except MailboxFull:  # recorded: it waits for room, then the rest go in order
-                rest = sends[sends.index(sent) :]
+                rest = (sends[index:], given)  # (the first recorded already, with its headers)
                 return replayed, _send_rest(rest, record, journal, refs, headers, replayed)
     return replayed, None
 
 
 async def _send_rest(
-    rest: Sequence[StepSent],
+    rest: tuple[Sequence[StepSent], Mapping[str, str]],
     record: Callable[[RunChange], None],
     journal: RunJournal | Unjournaled,
     refs: Mapping[str, ActorRef[WorkerMessage, None]],
     headers: Mapping[str, str],
     replayed: Replayed,
 ) -> Replayed:
-    await refs[rest[0].worker].send(rest[0].assign, headers=headers)  # waits for room
-    replayed, then = send_now(rest[1:], record, journal, refs, headers, replayed)
+    sends, first = rest  # first: the headers the first was recorded with
+    await refs[sends[0].worker].send(sends[0].assign, headers=first)  # waits for room
+    replayed, then = send_now(sends[1:], record, journal, refs, headers, replayed)
     return replayed if then is None else await then

@@ -15,29 +15,19 @@ import anyio
 import msgspec
 
 from regiment.actors import ActorRef
-from regiment.errors import ActorStopped, ClusterLost, JournalError, LeaseLost, RunCancelled
+from regiment.errors import ActorStopped, JournalError, LeaseLost
 from regiment.hierarchy._in_flight import charge_unanswered, planner_intents
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._ranges import COMMIT_WAIT, LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
 from regiment.hierarchy.run._changes import (
-    ApprovalAnswered,
-    ApprovalAsked,
-    CheckRejected,
     ModelCharged,
-    PlanAdopted,
-    ReportDropped,
-    RunAborted,
     RunChange,
-    RunFinished,
-    StepCommitted,
-    StepEnded,
-    StepSent,
-    ToolCallsRefused,
 )
 from regiment.hierarchy.run._config_hash import config_hash
 from regiment.hierarchy.run._hints import resume_advice, taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
+from regiment.hierarchy.run._record_for import record_for
 from regiment.hierarchy.run._replies import Replayed, replayed_reply, reply_record
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
@@ -45,12 +35,9 @@ from regiment.journal import (
     ApprovalRequested,
     Journal,
     Lease,
-    PlanVersion,
     Record,
     RunCreated,
     RunResumed,
-    StepDispatched,
-    StepReported,
     TeamFile,
     heartbeat,
 )
@@ -97,6 +84,7 @@ class RunJournal:
         "ended",
         "open_root",
         "resume",
+        "root_span",
         "run_id",
         "top",
     )
@@ -126,6 +114,7 @@ class RunJournal:
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
         self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
         self.open_root: OpenRoot | None = None  # resumed: the root span a crash left open
+        self.root_span: str | None = None  # a new nested run's root span's id, journaled
         self.ended: str | None = None  # how the run ended, once its end is on its way in
         self.bounded = False  # its budget limits spending: each call's intent is journaled
 
@@ -172,6 +161,12 @@ class RunJournal:
         return self._lease
 
     @property
+    def unrecorded(self) -> bool:
+        """Whether a write of the run failed (or another process took the run over): the
+        journal does not hold how it ended, so a resume finishes it."""
+        return self._error is not None
+
+    @property
     def store(self) -> Journal:
         """The journal the run is recorded in (its nested runs are recorded there too)."""
         return self._journal
@@ -198,7 +193,7 @@ class RunJournal:
         if isinstance(change, ModelCharged):
             self._model_reply(change)
             return
-        record = _record_for(self.run_id, change, result)
+        record = record_for(self.run_id, change, result)
         if record is not None:
             if type(record) is JournalFinished:  # nothing may follow it: no decision either
                 self.ended = record.status
@@ -334,67 +329,3 @@ class Unjournaled:
 UNJOURNALED = Unjournaled()
 
 _DURABLE = (JournalFinished, ApprovalRequested, RunResumed)
-
-
-def _record_for(run_id: str, change: RunChange, result: RunResult | None) -> Record | None:
-    match change:
-        case PlanAdopted(plan=plan):
-            body = msgspec.to_builtins(plan)
-            return PlanVersion(run_id=run_id, version=plan.version, plan=body)
-        case StepSent(assign=assign, worker=worker):
-            return StepDispatched(
-                run_id=run_id,
-                plan_version=assign.plan_version,
-                step_id=assign.step.id,
-                worker=worker,
-                attempt=assign.attempt,
-            )
-        case StepCommitted(report=report):
-            return _reported(run_id, report, committed=True)
-        case (
-            StepEnded(report=report)
-            | CheckRejected(report=report)
-            | ToolCallsRefused(report=report)
-            | ReportDropped(report=report)
-        ):
-            return _reported(run_id, report, committed=False)
-        case ApprovalAsked(request=request, journaled=False):
-            return ApprovalRequested(
-                run_id=run_id,
-                approval_id=request.request_id,
-                plan_version=request.plan_version,
-                step_id=request.step_id,
-                call_index=request.call_index,
-                request=request,
-            )
-        case ApprovalAnswered(request=request, decision=decision, by=by, journaled=False):
-            return ApprovalDecided(
-                run_id=run_id, approval_id=request.request_id, decision=decision, decided_by=by
-            )
-        case RunFinished(answer=answer, status=status):
-            if status == "paused":
-                return None  # not an end: the run lists as awaiting approval until resumed
-            body = msgspec.to_builtins(result) if result is not None else {}
-            return JournalFinished(run_id=run_id, status=status, answer=answer, result=body)
-        case RunAborted(error=error) if not isinstance(error.__cause__, ClusterLost):
-            message = f"{type(error).__name__}: {error}"
-            # Stopped under a live run (Ctrl-C, the service's shutdown): cancelled, not failed.
-            if isinstance(error, RunCancelled):
-                return JournalFinished(run_id=run_id, status="cancelled", error=message)
-            return JournalFinished(run_id=run_id, status="failed", error=message)
-        case _:  # (a run whose Ray cluster went away stops unfinished: a resume finishes it)
-            return None
-
-
-def _reported(run_id: str, report: StepReport, *, committed: bool) -> StepReported:
-    return StepReported(
-        run_id=run_id,
-        plan_version=report.plan_version,
-        step_id=report.step_id,
-        worker=report.worker,
-        attempt=report.attempt,
-        status=report.status,
-        committed=committed,
-        output=report.output,
-        report=msgspec.to_builtins(report),
-    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
@@ -189,8 +190,10 @@ async def reopen(
     run_journal = RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl, top=above)
     resumes = sum(isinstance(entry.record, RunResumed) for entry in entries)
     run_journal.resume = (resumes + 1, created.trace)
-    if above is None:  # (a nested run's root is a new span under the step it serves)
-        run_journal.open_root = open_root(entries)
+    root = open_root(entries)
+    if root is not None and above is not None:  # (its resume's root is a new span under
+        root = dataclasses.replace(root, nested=True)  # the step it serves: this one ends)
+    run_journal.open_root = root
     return run_journal, created
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, final
 
@@ -15,13 +17,33 @@ from opentelemetry.trace import Span
 from regiment.errors import RunCancelled, RunError
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.run._channel import RunChannel
-from regiment.journal import Entry, EventRecorded, RunCreated, RunResumed
-from regiment.telemetry import OpenRoot, SpanScope, Telemetry, headers_for, parent_traceparent
+from regiment.journal import (
+    Entry,
+    EventRecorded,
+    RunCreated,
+    RunResumed,
+    StepDispatched,
+    StepReported,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from regiment.telemetry import (
+    OpenCall,
+    OpenRoot,
+    OpenStep,
+    SpanScope,
+    Telemetry,
+    headers_for,
+    leave_open,
+    parent_traceparent,
+)
 from regiment.telemetry import semconv as sc
 
 if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.run._journaling import RunJournal
+
+_log = logging.getLogger("regiment.telemetry")
 
 __all__ = (
     "PausedCut",
@@ -49,7 +71,7 @@ def run_root(
     provider = team.planner.model.provider
     return telemetry.run_span(
         team.name, run_id, goal, provider=provider, session_id=session, resume=resume,
-        reopen=reopen,
+        reopen=reopen, span_id=resumed.root_span if resumed else None,
     )  # fmt: skip
 
 
@@ -60,6 +82,10 @@ def open_root(entries: Iterable[Entry]) -> OpenRoot | None:
     the run was not traced."""
     root: OpenRoot | None = None
     traced = False  # whether the process that took the run over last traced it
+    # The step (and tool call) spans that process opened and did not end (each resume ends
+    # its dead one's).
+    steps: dict[tuple[int, str, int], OpenStep] = {}
+    calls: dict[tuple[int, str, int], tuple[ToolCallStarted, str, datetime]] = {}
     for entry in entries:
         match entry.record:
             case RunCreated(trace=str(own), trace_parent=parent, created_at=at):
@@ -74,7 +100,54 @@ def open_root(entries: Iterable[Entry]) -> OpenRoot | None:
                 traced = False
             case EventRecorded(kind=kind) if traced and kind in _ENDS:
                 root = None
+            case StepDispatched(span=str(span)) as sent:
+                key = (sent.plan_version, sent.step_id, sent.attempt)
+                steps[key] = _open_step(sent, span, entry.recorded_at)
+            case StepReported(plan_version=version, step_id=step, attempt=attempt):
+                steps.pop((version, step, attempt), None)
+            case ToolCallStarted(span=str(span)) as intent:
+                key = (intent.plan_version, intent.step_id, intent.call_index)
+                calls[key] = (intent, span, entry.recorded_at)
+            case ToolCallFinished(plan_version=version, step_id=step, call_index=index):
+                calls.pop((version, step, index), None)
+        if isinstance(entry.record, RunCreated | RunResumed):
+            steps, calls = {}, {}
+    if root is not None and steps:
+        inside = _open_calls(steps, calls.values())
+        root = dataclasses.replace(root, steps=tuple(steps.values()), calls=inside)
     return root
+
+
+def _open_calls(
+    steps: dict[tuple[int, str, int], OpenStep],
+    calls: Iterable[tuple[ToolCallStarted, str, datetime]],
+) -> tuple[OpenCall, ...]:
+    """The tool calls in flight in the open ``steps`` (a call's step: its last attempt)."""
+    by_step = {
+        (version, step): open_step.span_id for (version, step, _), open_step in steps.items()
+    }
+    return tuple(
+        OpenCall(
+            span_id=span,
+            step_span_id=by_step[(intent.plan_version, intent.step_id)],
+            tool=intent.tool,
+            call_id=intent.call_id,
+            started=at,
+        )
+        for intent, span, at in calls
+        if (intent.plan_version, intent.step_id) in by_step
+    )
+
+
+def _open_step(sent: StepDispatched, span: str, at: datetime) -> OpenStep:
+    return OpenStep(
+        span_id=span,
+        worker=sent.worker,
+        step_id=sent.step_id,
+        plan_version=sent.plan_version,
+        attempt=sent.attempt,
+        started=at,
+    )
 
 
 def root_trace(span: Span) -> tuple[str | None, str | None]:
@@ -176,6 +249,18 @@ class PausedCut(AbstractContextManager["PausedCut"]):
             raise self.held
 
 
+def _left_open(scope: AbstractContextManager[Span], run_id: str) -> None:
+    """Leave the root span of run ``run_id``, whose end the journal could not record, open:
+    ended (and exported) here, it would be ended again, with the same ids, by the resume
+    that finishes the run (the journal says it never ended), so the trace held it twice."""
+    if leave_open(scope):
+        _log.info(
+            "run %s: its end could not be journaled, so its root span is left open (not "
+            "exported): the resume that finishes the run ends it, with its ids",
+            run_id,
+        )
+
+
 @final
 class PausedRoot:
     """A run's root span ``scope`` that ends as paused, not cancelled, when the run (a
@@ -194,6 +279,9 @@ class PausedRoot:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        channel = self.hold.channel
+        if channel is not None and channel.journal is not None and channel.journal.unrecorded:
+            _left_open(self._scope, channel.journal.run_id)
         if not self.hold.__exit__(kind, exc, tb):
             return self._scope.__exit__(kind, exc, tb)
         self._scope.__exit__(None, None, None)  # the span ends as paused ...

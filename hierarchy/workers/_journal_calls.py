@@ -46,6 +46,7 @@ from regiment.journal import (
     ToolCallStarted,
 )
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart
+from regiment.telemetry import current_span_id
 from regiment.telemetry import semconv as sc
 from regiment.tools import Approver, RunContext, ToolResult, Toolset
 
@@ -363,6 +364,7 @@ class StepCalls:
             arguments=dict(call.arguments),
             idempotency_key=key,
             guardrails=self._notes.pop(index, []) if self._notes else [],
+            span=current_span_id(f"execute_tool {call.name}"),  # (traced: a resume ends it)
         )
 
     def _done(self, index: int, result: ToolResult) -> ToolCallFinished:

@@ -146,7 +146,11 @@ async def test_a_resumed_nested_run_is_in_the_resumed_runs_trace(
     assert {format(s.context.trace_id, "032x") for s in spans} == {first_trace}
     by_id = {s.context.span_id: s for s in spans}
     (top,) = [s for s in spans if s.name == "invoke_agent office"]
-    (nested,) = [s for s in spans if s.name == "invoke_agent billing-desk"]
+    # The nested run's root its killed process left open, ended as interrupted (with the
+    # ids its creation journaled), and the resumed nested run's own.
+    lost, nested = [s for s in spans if s.name == "invoke_agent billing-desk"]
+    assert lost.attributes is not None
+    assert lost.attributes["regiment.interrupted"] is True
     assert nested.attributes is not None
     assert nested.attributes["regiment.run.resume"] == 1
     assert nested.attributes["regiment.run.id"] == nested_run_id(run_id, 1, "t1")
