@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Never, assert_never, final
 
 import anyio
@@ -50,8 +49,7 @@ _HAND_IN = 1.0
 _NO_RESTART = RestartPolicy(max_restarts=0)
 
 
-@dataclass(frozen=True, slots=True)
-class SpawnRun:
+class SpawnRun(msgspec.Struct, frozen=True):
     run_id: str
     goal: str
     channel: RunChannel
