@@ -264,7 +264,9 @@ class RunningTeam(DecidesApprovals):
                 try:
                     spawn = SpawnRun(run_id, goal, channel, span, budget, limit)
                     ref = self._spawn_run(spawn, parent)
-                    await ref.send(StartRun())
+                    if channel.journal is not None:  # its record was written, shielded
+                        await self._spawner.checkpoint_if_cancelled()
+                    ref.send_nowait(StartRun())  # a fresh mailbox: room, nothing to wait for
                     # A loop turn before the next caller may start a run (a burst starts a few
                     # a turn); not for a step's child run: a cancel here lost its spend.
                     if parent is None:

@@ -9,15 +9,18 @@ first run has warmed it up), so the counts are exact on either backend.
 from __future__ import annotations
 
 import contextlib
-from types import FrameType
+from types import CodeType, FrameType
 
 import anyio
 import pytest
 
+from regiment.actors import ActorRef
 from regiment.hierarchy import Planner, Team, Worker
 from regiment.hierarchy.guard._roles import RoleGuards
+from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.workers._step_jobs import StepTimer
-from regiment.models import ScriptedModel
+from regiment.models import ModelResponse, ScriptedModel, Usage
+from regiment.telemetry._record import SpanRecorder
 
 from .brains import Brain, plan_json
 from .profiled import CallCounter, Matches
@@ -43,6 +46,11 @@ async def _calls_in_one_run(matches: Matches) -> int:
             result = await running.run("do it")
     assert result.status == "completed"
     return counter.count
+
+
+def _calls_of(code: CodeType) -> Matches:
+    """Matches the calls of ``code`` (not the builtins it calls)."""
+    return lambda frame, event, _: event == "call" and frame.f_code is code
 
 
 async def test_a_run_makes_its_cancel_scopes_without_a_backend_lookup() -> None:
@@ -113,3 +121,45 @@ async def test_a_run_makes_its_messages_and_phases_without_frozen_dataclasses() 
 
     assert await _calls_in_one_run(frozen_dataclass_made) == 0
 
+
+async def test_a_run_without_a_journal_starts_its_planner_without_a_checkpoint() -> None:
+    # Its planner actor was spawned a moment ago, in this task: its mailbox has room,
+    # and nothing waited since the start slot's checkpoint (only a journaled run's
+    # record is written, shielded, in between: that run checks for a cancel first).
+    send = ActorRef.send.__code__
+    assert await _calls_in_one_run(_calls_of(send)) == 0
+
+
+async def test_an_untraced_run_records_no_end_on_its_span() -> None:
+    # The run's root span does not record: its end's status and counts are not worked out.
+    run_end = SpanRecorder.run_end.__code__
+    assert await _calls_in_one_run(_calls_of(run_end)) == 0
+
+
+async def test_an_untraced_runs_planner_calls_share_one_null_context() -> None:
+    # Each planner-side call enters the run span's context: with no run span, one
+    # shared null context, not one made per call.
+    made = contextlib.nullcontext.__init__.__code__
+    assert await _calls_in_one_run(_calls_of(made)) == 0
+
+
+async def test_the_planner_reads_a_plan_replys_text_once() -> None:
+    # The planner's turn on a reply read its text before its arm, for every reply: a
+    # plan's text was then read again by the plan reader. It reads it in the arms that
+    # use it: of a 1-step run's two replies, only the synthesis' (its answer).
+    text = vars(ModelResponse)["text"].fget.__code__
+    on_reply = PlannerActor._on_model_reply.__code__
+
+    def read_on_reply(frame: FrameType, event: str, _: object) -> bool:
+        if event != "call" or frame.f_code is not text:
+            return False
+        return frame.f_back is not None and frame.f_back.f_code is on_reply
+
+    assert await _calls_in_one_run(read_on_reply) == 1
+
+
+async def test_a_runs_result_adds_up_its_usage_without_adding_usages() -> None:
+    # RunResult.usage: the roles' counts summed column by column, not a Usage made
+    # and added per role (three a 1-step run: planner, worker, synthesizer).
+    add = Usage.__add__.__code__
+    assert await _calls_in_one_run(_calls_of(add)) == 0
