@@ -113,7 +113,7 @@ async def test_a_run_reads_its_guard_chains_as_the_team_found_them() -> None:
 async def test_a_run_makes_its_messages_and_phases_without_frozen_dataclasses() -> None:
     # A frozen dataclass's __init__ is Python that sets each field through
     # object.__setattr__ (~8 opcodes and a C call a field); a frozen msgspec Struct is
-    # made in C. A 1-step run made 16 (its two model replies and their span facts, the
+    # made in C. A 1-step run made 14 (its two model replies and their span facts, the
     # run's spawn order, its phases, its plan attempt, its calls).
     def frozen_dataclass_made(frame: FrameType, event: str, _: object) -> bool:
         if event != "call" or frame.f_code.co_name != "__init__":
