@@ -47,6 +47,12 @@ class ActorRef(Generic[M_contra, R_co]):
         return self._cell.accepting
 
     @property
+    def dormant(self) -> bool:
+        """True while the actor has no task of its own (spawned dormant, its turns taken
+        in its senders' tasks): ``stop()`` then runs ``on_stop`` in the caller's task."""
+        return self._cell.sleeper is not None
+
+    @property
     def mailbox_size(self) -> int:
         """How many messages are queued in the mailbox right now."""
         return len(self._cell.mailbox)

@@ -78,8 +78,7 @@ _CUT_OFF = (
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class PlanAttempt:
+class PlanAttempt(msgspec.Struct, frozen=True):
     """One planner reply, parsed and validated."""
 
     parsed: ParsedPlan

@@ -1,17 +1,16 @@
 """A started team (``RunningTeam``): its actors, and the runs they serve.
 
 ``Team.start()`` spawns the actors (see :mod:`regiment.hierarchy._team`);
-``RunningTeam`` opens one run per goal, each on its own planner actor under
-the team's supervisor, and resumes journaled runs. Nested teams are spawned
-here too, into the parent's actor system.
-"""
+``RunningTeam`` opens one run per goal, each on its own planner actor under the team's
+supervisor, and resumes journaled runs. Nested teams are spawned here too, into the
+parent's actor system."""
 
 from __future__ import annotations
 
 import functools
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from random import getrandbits
 from typing import TYPE_CHECKING, assert_never, final
 
@@ -73,6 +72,7 @@ __all__ = ("RunningTeam",)
 # slot to their planner's first message, plus a loop turn): 2 a turn, as 8 held more
 # runs alive than the team steps and doubled the collections (bench/README.md, 7th round).
 STARTING_AT_ONCE = 2
+_NO_SHIELD = nullcontext()  # a run's end that cannot wait (``_end_run``)
 
 
 @final
@@ -264,7 +264,9 @@ class RunningTeam(DecidesApprovals):
                 try:
                     spawn = SpawnRun(run_id, goal, channel, span, budget, limit)
                     ref = self._spawn_run(spawn, parent)
-                    await ref.send(StartRun())
+                    if channel.journal is not None:  # (its record was written, shielded)
+                        await self._spawner.checkpoint_if_cancelled()
+                    ref.send_nowait(StartRun())  # a fresh mailbox: room, nothing to wait for
                     # A loop turn before the next caller may start a run (a burst starts a few
                     # a turn); not for a step's child run: a cancel here lost its spend.
                     if parent is None:
@@ -293,9 +295,11 @@ class RunningTeam(DecidesApprovals):
         session: str | None,
     ) -> None:
         """Cancel the run if it still goes, stop its actor, close its events and journal;
-        without a journal, remember it for its session."""
+        without a journal, remember it for its session. (Its on_stop only lets go.)"""
         try:
-            with self._spawner.new_cancel_scope(shield=True):
+            # A done run, its planner dormant: nothing below waits, so no shield (a scope)
+            quiet = ref is not None and channel.done and ref.dormant and channel.journal is None
+            with _NO_SHIELD if quiet else self._spawner.new_cancel_scope(shield=True):
                 if ref is not None:
                     await close_run(ref, channel, events, self._wind_down)
                 else:  # refused before its planner started: nothing else closes this end

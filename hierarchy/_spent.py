@@ -66,6 +66,19 @@ class Spent:
         estimate: its cut calls, charged there at their most."""
         self.estimated = self.estimated + part
 
+    def total(self) -> Usage:
+        """What every role has used, added up (no ``Usage`` made and added per role)."""
+        if not self._roles:
+            return Usage()
+        inputs, outputs, reads, writes, micro = map(sum, zip(*self._roles.values(), strict=True))
+        return Usage(
+            input_tokens=inputs,
+            output_tokens=outputs,
+            cache_read_tokens=reads,
+            cache_write_tokens=writes,
+            micro_usd=micro,
+        )
+
     def by_role(self) -> dict[str, Usage]:
         """What each role has used, in the order the roles first spent."""
         return {

@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Never, assert_never, final
 
 import anyio
@@ -50,8 +49,7 @@ _HAND_IN = 1.0
 _NO_RESTART = RestartPolicy(max_restarts=0)
 
 
-@dataclass(frozen=True, slots=True)
-class SpawnRun:
+class SpawnRun(msgspec.Struct, frozen=True):
     run_id: str
     goal: str
     channel: RunChannel
@@ -265,7 +263,8 @@ async def close_run(
     grace: float = _CANCEL_GRACE,
 ) -> None:
     """Cancel the run if it is still going, wait (``grace`` seconds at most) for it to
-    wind down, stop its actor. Call it inside a shielded cancel scope (``_end_run``)."""
+    wind down, stop its actor. Call it inside a shielded cancel scope (``_end_run``), or
+    (nothing then waits) for a done run whose planner is still dormant."""
     if ref.is_alive and not channel.done:
         # No step of the run starts a tool from now on, whether or not its planner is
         # free to take the CancelRun at once (it may be busy with a report, say).
@@ -276,4 +275,4 @@ async def close_run(
             async for _ in events:
                 pass
     if ref.is_alive:
-        await ref.stop(shielded=True)  # inside RunningTeam._end_run's shield
+        await ref.stop(shielded=True)  # inside RunningTeam._end_run's shield (or no wait)

@@ -201,21 +201,20 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._record(
             ModelCharged(reply.purpose, response.usage, response, reply.calls, reply.unpaid)
         )
-        text = reply.response.text
-        match phase:
+        match phase:  # the reply's text read once, where it is read (a plan: by its reader)
             case Planning():
-                await self._on_plan_reply(phase, reply.response, reply.span)
+                await self._on_plan_reply(phase, response, reply.span)
             case Compressing(before_tokens=before, then=then):
-                self._record(MemoryAdopted(read_memory(text, self._book), before))
+                self._record(MemoryAdopted(read_memory(response.text, self._book), before))
                 if reply.span is not None and reply.span.is_recording():  # still open
                     after = carried_tokens(self._book.versions, self._book.rounds)
                     recorder = self._team.telemetry.recorder
                     recorder.compressed(reply.span, before_tokens=before, after_tokens=after)
                 self._enter(self._prompting.call(then, self._book))
             case Critiquing(session=session):
-                self._on_critique(session, text, reply.span)
+                self._on_critique(session, response.text, reply.span)
             case Synthesizing():
-                self._on_synthesis(text, reply.unpaid)
+                self._on_synthesis(response.text, reply.unpaid)
             case _:
                 assert_never(phase)
 

@@ -321,7 +321,7 @@ class RunBook:
             rejected=tuple(versions.rejected),
             artifacts=tuple(versions.artifacts),
             usage_by_role=by_role,
-            usage=sum(by_role.values(), Usage()),
+            usage=spent.total(),
             model_calls=spent.model_calls,
             tool_calls=spent.tool_calls,
             trace_id=trace_id_hex(self.trace.span),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+import msgspec
 from opentelemetry.trace import Span
 
 from regiment.hierarchy._approvals import (
@@ -35,13 +35,11 @@ __all__ = (
 Purpose: TypeAlias = Literal["plan", "replan", "round", "critique", "compress", "synthesis"]
 
 
-@dataclass(frozen=True, slots=True)
-class StartRun:
+class StartRun(msgspec.Struct, frozen=True):
     """Begin the run (sent once, by the team)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelReplied:
+class ModelReplied(msgspec.Struct, frozen=True):
     """A planner-side model call finished (sent by the run actor's own task).
 
     These never leave the process, so they may carry the exception object, and
@@ -59,21 +57,18 @@ class ModelReplied:
     unpaid: Unpaid | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CancelRun:
+class CancelRun(msgspec.Struct, frozen=True):
     """The caller went away: stop the run's work now (``PAUSING``: a nested run whose
     parent pauses pauses too)."""
 
     reason: str = "cancelled by the caller"
 
 
-@dataclass(frozen=True, slots=True)
-class DeadlineReached:
+class DeadlineReached(msgspec.Struct, frozen=True):
     """The run's wall-clock budget ran out."""
 
 
-@dataclass(frozen=True, slots=True)
-class GuardJudged:
+class GuardJudged(msgspec.Struct, frozen=True):
     """The plan or answer guards gave their verdict (sent by the run actor's own task);
     ``adopted`` is the plan that was judged (``None`` for the answer)."""
 
@@ -82,8 +77,7 @@ class GuardJudged:
     adopted: PlanAdopted | None
 
 
-@dataclass(frozen=True, slots=True)
-class GaveBack:
+class GaveBack(msgspec.Struct, frozen=True):
     """A nested run's check waited for a give-back in the tree of runs (a critique's,
     a compression's, a dispatch's: ``JudgesRounds._waits_above``): look again."""
 

@@ -8,8 +8,9 @@ callback: the actor reads it and decides.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias, final
+
+import msgspec
 
 from regiment.errors import RunError
 from regiment.hierarchy._planner import PlanningSession
@@ -45,22 +46,19 @@ PlanKind: TypeAlias = Literal["plan", "replan", "round"]
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class AskReplan:
+class AskReplan(msgspec.Struct, frozen=True):
     """Replace the unfinished tail: ``reason`` says why the current version failed."""
 
     reason: str
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class AskCritic:
+class AskCritic(msgspec.Struct, frozen=True):
     """Judge the round whose steps are all committed."""
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Synthesize:
+class Synthesize(msgspec.Struct, frozen=True):
     """Write the final answer."""
 
 
@@ -71,36 +69,31 @@ AfterCompress: TypeAlias = AskReplan | AskCritic | Synthesize
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class EndCancelled:
+class EndCancelled(msgspec.Struct, frozen=True):
     """The caller cancelled the run."""
 
     reason: str
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class EndFailed:
+class EndFailed(msgspec.Struct, frozen=True):
     """The run fails with ``error`` (a budget that says ``on_exhausted="raise"``)."""
 
     error: RunError
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class EndPartial:
+class EndPartial(msgspec.Struct, frozen=True):
     """A budget ran out: the run answers with what it committed."""
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class EndPaused:
+class EndPaused(msgspec.Struct, frozen=True):
     """Every step in flight waits for an approval: the run pauses until decided."""
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class EndAnswered:
+class EndAnswered(msgspec.Struct, frozen=True):
     """The answer is written; the run ends with it once the steps of older plan
     versions, cancelled by a replan, have reported (what they used is the run's,
     and their drops are its events)."""
@@ -116,8 +109,7 @@ Ending: TypeAlias = EndCancelled | EndFailed | EndPartial | EndPaused | EndAnswe
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Planning:
+class Planning(msgspec.Struct, frozen=True):
     """Waiting for the planner: the first plan, a replan, or the plan of a new round.
 
     ``reason`` is the new version's reason (``initial`` for the first plan).
@@ -129,14 +121,12 @@ class Planning:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Executing:
+class Executing(msgspec.Struct, frozen=True):
     """Dispatching the current version's ready steps and applying their reports."""
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Compressing:
+class Compressing(msgspec.Struct, frozen=True):
     """Waiting for the compressor; ``then`` is the call the smaller context is for."""
 
     before_tokens: int
@@ -144,22 +134,19 @@ class Compressing:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Critiquing:
+class Critiquing(msgspec.Struct, frozen=True):
     """Waiting for the critic's verdict on the round."""
 
     session: CritiqueSession
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Synthesizing:
+class Synthesizing(msgspec.Struct, frozen=True):
     """Waiting for the final answer."""
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class WindingDown:
+class WindingDown(msgspec.Struct, frozen=True):
     """Everything in flight was cancelled; the run ends as ``ending`` once the
     last dispatched step has reported. ``draining``: nothing was cancelled (a step
     ran out of its budget share): the steps in flight finish within their own
@@ -170,8 +157,7 @@ class WindingDown:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Done:
+class Done(msgspec.Struct, frozen=True):
     """The run has ended; late messages are ignored."""
 
 

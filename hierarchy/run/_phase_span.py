@@ -4,9 +4,9 @@ compress, synthesis): see ``PhaseCalls``."""
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, assert_never, final
 
+import msgspec
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
@@ -20,8 +20,7 @@ __all__ = ("SpanFacts", "phase_span")
 
 
 @final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SpanFacts:
+class SpanFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What a phase span says about the run when the call starts."""
 
     version: int

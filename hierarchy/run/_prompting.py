@@ -7,8 +7,9 @@ too, so the actor only records the outcome.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TypeAlias, assert_never, final
+
+import msgspec
 
 from regiment.errors import PlanError
 from regiment.hierarchy._messages import BudgetLimit
@@ -40,8 +41,7 @@ __all__ = ("Call", "PlanReading", "Prompting")
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(msgspec.Struct, frozen=True):
     """A planner-side model call: the phase that waits on it, and its request."""
 
     phase: Planning | Compressing | Critiquing | Synthesizing

@@ -58,6 +58,8 @@ __all__ = (
 # The events a run's journal ends a process's holding of the run with; its root span ends
 # right after (a pause ends it too: a resume opens a new one, under the first).
 _ENDS = frozenset({"RunCompleted", "RunFailed"})
+# Entered by each planner-side call of an untraced run: one for all (it keeps no state).
+_NOT_IN_RUN: AbstractContextManager[None] = contextlib.nullcontext()
 
 
 def run_root(
@@ -172,7 +174,7 @@ class RunTrace:
     def in_run(self) -> AbstractContextManager[None]:
         """Make the run span current (for spans the planner opens itself)."""
         if not self.headers:  # not tracing: there is no run span to hang spans off
-            return contextlib.nullcontext()
+            return _NOT_IN_RUN
         return self.telemetry.propagator.activate(self.headers)
 
     def stale_report(self, report: StepReport, *, current_version: int) -> None:
@@ -199,6 +201,8 @@ class RunTrace:
 
 def record_run_end(telemetry: Telemetry, span: Span, channel: RunChannel) -> None:
     """Record how a run ended on its root span (its error, or its result's counts)."""
+    if not span.is_recording():  # not traced: nothing to tell the span
+        return
     error: RunError | None = None
     result = channel.result
     if result is None:

@@ -115,6 +115,8 @@ async def test_it_takes_mail_in_the_senders_task_with_no_task_of_its_own() -> No
         assert log == [f"now now:1 in {me}"]
         await anyio.wait_all_tasks_blocked()
         assert tasks_named("actor child") == 0  # still no task: nothing needed one
+        assert child.dormant
+        assert not parent.dormant
 
 
 async def test_a_queued_message_starts_its_task() -> None:
@@ -122,10 +124,12 @@ async def test_a_queued_message_starts_its_task() -> None:
     async with open_actor_system() as system:
         parent = await system.spawn(lambda: Parent([]), name="parent")
         child = await parent.ask(lambda: Sleepy(log))
+        dormant = [child.dormant]
         await child.send("plain")  # declined in the sender's task: queued
         await anyio.wait_all_tasks_blocked()
         assert log == ["receive plain in actor child"]
         assert tasks_named("actor child") == 1  # an ordinary actor from now on
+        assert [*dormant, child.dormant] == [True, False]
         await child.send("now:2")
         assert log[-1].startswith("now now:2 in ")
 
@@ -151,6 +155,7 @@ async def test_stopped_before_it_had_a_task_its_on_stop_runs_in_the_stoppers_tas
         # on_stop ran before stop() returned, as the child (its own context variables)
         assert log == ["on_stop as child"]
         assert not child.is_alive
+        assert not child.dormant
         assert current_actor.get() is None  # the stopper's context is untouched
         with pytest.raises(ActorStopped):
             await child.ask("plain")
@@ -193,6 +198,7 @@ async def test_its_parents_end_stops_it() -> None:
         await parent.stop()
         assert log == ["on_stop as child"]
         assert not child.is_alive
+        assert not child.dormant
 
 
 async def test_the_systems_end_stops_it() -> None:

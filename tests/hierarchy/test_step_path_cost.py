@@ -24,6 +24,7 @@ from regiment.hierarchy.run._actor import PlannerActor
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
+from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._pausing import PausesForApprovals
 from regiment.hierarchy.run._verify import Verifier
 from regiment.hierarchy.run._versions import PlanVersions
@@ -152,7 +153,8 @@ async def test_a_step_is_taken_by_its_worker_with_no_frame_between() -> None:
 
 async def test_a_step_sent_to_a_waiting_worker_asks_no_idle_property() -> None:
     # The worker's task waits on its mailbox: that attribute answers, with no call of
-    # Cell.idle (which a report to the planner, an actor with no task, still asks).
+    # Cell.idle (which a report to the planner, an actor with no task, still asks, as
+    # does each run's StartRun to its planner, sent the same way: not counted).
     idle = vars(Cell)["idle"].fget.__code__  # the property's getter
 
     def asked_for_a_step(frame: FrameType, event: str, _: object) -> bool:
@@ -162,6 +164,7 @@ async def test_a_step_sent_to_a_waiting_worker_asks_no_idle_property() -> None:
             and frame.f_code is idle
             and caller is not None
             and caller.f_code is Cell.deliver_nowait.__code__
+            and type(caller.f_locals["envelope"].message) is not StartRun
         )
 
     assert await _counted(asked_for_a_step) == 0
