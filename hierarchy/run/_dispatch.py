@@ -25,7 +25,7 @@ from regiment.hierarchy.run._messages import PlannerMessage
 from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 
-__all__ = ("Dispatcher", "send_all", "send_now")
+__all__ = ("Dispatcher", "Replayed", "send_all", "send_now")
 
 _NONE_RUNNING: dict[str, int] = {}
 

@@ -25,6 +25,7 @@ from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._pausing import PausesForApprovals
+from regiment.hierarchy.run._turns import TakesTurns
 from regiment.hierarchy.run._verify import Verifier
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers import _empty_reply, _loop, _step_actor
@@ -121,10 +122,12 @@ async def test_a_report_with_no_approval_pending_asks_for_no_pause_check() -> No
     assert await _counted(_code_called(PausesForApprovals._pause_if_stalled.__code__)) == 0
 
 
-async def test_a_report_is_not_offered_to_the_planners_handle_now() -> None:
-    # Only the run's StartRun is handled there; a report took and passed a turn and
-    # entered the planner's context for nothing, every step.
-    assert await _counted(_code_called(PlannerActor._handle_now.__code__)) == 1
+async def test_a_report_is_taken_by_the_planners_handle_now_and_no_turn_here() -> None:
+    # The run's StartRun and each step's report are handled there, as plain calls (the
+    # report took a turn through receive_here, a coroutine and its context's runner, and
+    # before that was offered to _handle_now for nothing, every step).
+    assert await _counted(_code_called(PlannerActor._handle_now.__code__)) == 1 + _STEPS
+    assert await _counted(_code_called(TakesTurns.receive_here.__code__)) == 0
 
 
 async def test_a_run_with_no_journal_records_its_changes_with_no_frame_between() -> None:
