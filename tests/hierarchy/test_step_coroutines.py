@@ -141,3 +141,11 @@ async def test_a_step_with_nothing_to_replay_journal_or_stream_makes_no_call_log
     # A streamed run's steps stream their calls through it: one each.
     assert await _step_calls_made(3, streamed=True) == 3
 
+
+async def test_a_workers_plain_model_call_makes_no_coroutine_of_its_callers() -> None:
+    # No settings to merge, no metrics, span, guards or call log: the worker's loop awaits
+    # its model itself (ModelCaller.call was a coroutine a call that only forwarded to it,
+    # and the reply is still priced, made encodable and checked: ModelCaller.answered).
+    one, four = await _coroutines_made(1), await _coroutines_made(4)
+    per_step = four - one
+    assert [per_step["ModelCaller.call"], per_step["ScriptedModel.complete"]] == [0, 3]
