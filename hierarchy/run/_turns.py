@@ -43,7 +43,7 @@ from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import RunAborted, RunChange
 from regiment.hierarchy.run._hints import taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage, StartRun
-from regiment.hierarchy.run._own_task import fail_in_own_task, reraise
+from regiment.hierarchy.run._own_task import fail_in_own_task
 
 __all__ = ("TakesTurns", "planner_crashed")
 
@@ -135,8 +135,9 @@ class TakesTurns(Actor[PlannerMessage, None]):
             rest = False
             context.run(self._failed, message, exc)
             # It must not raise into the sender: the actor fails from a task of its
-            # own instead, as if its handler had raised (its supervisor is told).
-            context.run(self.ctx.start_soon, reraise, exc)
+            # own instead, as if its handler had raised (its supervisor is told; a
+            # planner already stopped cannot fail: what it could not do is logged).
+            context.run(fail_in_own_task, self.ctx, type(message).__name__, exc)
             return True
         finally:
             if rest is True or rest is False:
