@@ -97,19 +97,39 @@ class ModelCaller:
                 try:
                     reply = await self.model.complete(request)
                 except BaseException as exc:  # a cancellation or an interrupt, as a rule
-                    if stray(exc):
-                        raise _stray_error(self.model, exc) from exc
-                    _name_model(self.model, exc)
-                    _price_spent(self.price, exc)
+                    self.failed(exc)
                     raise
-                if (price := self.price) is not None:
-                    reply = _priced(reply, price)
-                response = valid_response(reply, self.model)
-                if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
-                    self._stopped_early(response, request)
-                return response
+                return self.answered(reply, request)
             return await self._traced(request, live)
         return await self._measured(request, live, metrics)
+
+    def answered(self, reply: ModelResponse, request: ModelRequest) -> ModelResponse:
+        """The model's ``reply`` to ``request``: priced, made encodable, checked. With no
+        settings, metrics or span (``call``'s plain call), a caller may await the model
+        itself and hand its reply here (no coroutine between, #22), and what it raised to
+        ``failed``.
+
+        Raises:
+            ModelRefused: the reply is a refusal (nothing a run may act on).
+        """
+        if (price := self.price) is not None:
+            reply = _priced(reply, price)
+        response = valid_response(reply, self.model)
+        if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
+            self._stopped_early(response, request)
+        return response
+
+    def failed(self, exc: BaseException) -> None:
+        """The model's call raised ``exc``: named with its model, its spent usage priced;
+        the caller re-raises it.
+
+        Raises:
+            ModelError: ``exc`` is a stray ``BaseException`` (see :mod:`regiment._stray`).
+        """
+        if stray(exc):
+            raise _stray_error(self.model, exc) from exc
+        _name_model(self.model, exc)
+        _price_spent(self.price, exc)
 
     def _held(self, request: ModelRequest) -> int | None:
         """The ``max_tokens`` a budget held ``request`` (its role's settings merged in) to

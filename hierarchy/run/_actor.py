@@ -20,8 +20,8 @@ versions still winding down do not hold up the current plan.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Generator
-from typing import assert_never, final
+from collections.abc import Awaitable
+from typing import assert_never
 
 from opentelemetry.trace import Span
 
@@ -124,6 +124,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         # (or, nested, the run above's steps): tried again as they give back (``Unasked``).
         self._unasked: tuple[Phase, Unasked] | None = None
         self._show_in_flight(channel)  # a nested run's, to the approvals desk
+        if self._journal is UNJOURNALED and channel.in_flight is None:  # nothing to flush,
+            self._now_types = _NOW_TYPES  # no desk to tell: a report needs no turn (#22)
 
     def _record(self, change: RunChange) -> None:
         """The one door for state changes: apply ``change``, emit its events, journal it.
@@ -164,7 +166,13 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             finally:  # the end, once durable (or not to be: its reader learns at close)
                 self._book.channel.deliver_last()
 
-    def _handle_now(self, message: PlannerMessage) -> bool:
+    def _handle_now(self, message: PlannerMessage) -> Awaitable[None] | bool:
+        if type(message) is StepReport:  # (_NOW_TYPES): a plain call, in the sender's task
+            if (rest := self._on_report(message)) is not None:  # a full mailbox, say
+                return self._report_rest(message, rest)
+            if self._book.approvals.pending:  # else no call made (#22)
+                self._after_report(message)
+            return True
         if type(message) is StartRun and self._journal is UNJOURNALED:  # no flush to await
             self._start()
             return True
@@ -218,29 +226,29 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             case _:
                 assert_never(phase)
 
-    async def _on_report(self, report: StepReport) -> None:
+    def _on_report(self, report: StepReport) -> Awaitable[None] | None:
+        """Apply ``report``: a plain call (no coroutine a step, #22), returning what is left
+        to await, if anything (the rest of a dispatch that found a mailbox full, say)."""
         if isinstance(self._phase, Done):
-            return  # the run has ended (its result is recorded): a late report changes nothing
+            return None  # the run has ended (its result is recorded): a late report changes nothing
         phase = self._phase  # the caller left (below): no reader follows the run
         left = type(phase) is WindingDown and type(phase.ending) is EndCancelled
         self._record(ReportArrived(report, left))
         phase, versions = self._phase, self._book.versions
-        current = report.plan_version == versions.version
+        current, rest = report.plan_version == versions.version, None
         if type(phase) is Executing and current:  # the common case, kept cheap
-            await self._apply(report)
+            rest = self._apply(report)
         elif replacing_version(phase) or not current:
             # Events name announced versions: while replanning, the one being replaced.
             self._record(ReportDropped(report, versions.version))
         elif not isinstance(phase, WindingDown):
-            await self._apply(report)
+            rest = self._apply(report)
         elif report.status == "done" or not isinstance(phase.ending, EndPaused):
             # kept as the run ends (Verifier.at_end); a pause's cancelled ones go on at resume
             self._record(self._verifier.at_end(report, versions, phase.ending))
-        phase = self._phase
-        if type(phase) is WindingDown and not self._book.dispatcher.inflight:
-            self._end_as(phase.ending)
-        elif self._unasked is not None:  # it waits for what the cancelled steps held
-            await self._look_again()
+        if rest is None and self._unasked is None and type(self._phase) is not WindingDown:
+            return None  # the usual report: nothing follows it (no call to find that out)
+        return self._reported() if rest is None else self._reported_after(rest)
 
     def _wait_for_cancelled(self, call: tuple[Purpose, ModelRequest] | None = None) -> bool:
         """Whether steps the run cancelled (a replan's old tail) still hold their shares:
@@ -269,10 +277,12 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         if limit is not None and not self._wait_for_cancelled((purpose, request)):
             self._exhausted(limit, f"no budget left for the {purpose} model call{calls.refused}")
 
-    async def _dispatch_ready(self) -> None:
-        """Send every ready step (within concurrency and budget); then critique or synthesis."""
+    def _dispatch_ready(self) -> Awaitable[None] | None:
+        """Send every ready step (within concurrency and budget); then critique or synthesis.
+        A plain call (#22): what is left to await (a full mailbox, a resume's replayed
+        reports), if anything."""
         if type(self._phase) is not Executing:
-            return
+            return None
         book = self._book
         versions, dispatcher, ledger = book.versions, book.dispatcher, book.spending.ledger
         sends, held_back = dispatcher.next_sends(versions, ledger, book.goal)
@@ -280,24 +290,20 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             if not self._wait_for_cancelled():  # else sent as the cancelled steps report
                 detail = dispatcher.unsent_detail(versions, ledger, book.goal, held_back)
                 self._exhausted(held_back[0], detail)
-            return
+            return None
         refs, headers, journal = self._team.worker_refs, book.trace.headers, self._journal
         if sends:  # steps now in flight: the plan is not done (no look at what runs)
             replayed, rest = send_now(sends, self._record, journal, refs, headers)  # (#22)
-            for report, current in replayed if rest is None else await rest:
-                if current is not None:  # dropped before the resume: dropped again, as it was
-                    self._drop_again(report, current)
-                else:
-                    await self._on_report(report)
-            return
+            return None if rest is None and not replayed else self._sent_rest(replayed, rest)
         # Steps of older versions still winding down do not hold up the current plan.
         if not dispatcher.running_ids(versions.version) and versions.all_committed():
             if book.spending.refused_and_spent():
                 self._exhausted("tool_calls", book.spending.refusals())
             else:
                 self._after_plan()  # critique the round, or answer
+        return None
 
-    def _apply(self, report: StepReport) -> Awaitable[None]:  # no coroutine of its own (#22)
+    def _apply(self, report: StepReport) -> Awaitable[None] | None:  # a plain call (#22)
         """Judge or commit ``report``; what dispatches the steps it readies, if any."""
         step = self._book.versions.step(report.step_id)
         if report.refused_tool_calls and report.status != "budget_exhausted":
@@ -306,7 +312,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             if ends:  # judged (a done step is kept) as the run ends, no step follows from it
                 self._record(self._verifier.at_end(report, self._book.versions, EndPartial()))
                 self._exhausted("tool_calls", self._book.spending.refusals())
-                return _NO_DISPATCH
+                return None
         artifact = report.worker in self._team.artifacts
         change: StepEnded | CheckRejected | StepCommitted
         if report.status == "done" and step.check is None:  # nothing to judge (#22)
@@ -323,7 +329,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
                 self._replan_or_fail(report, change.detail)
             case _:
                 assert_never(change)
-        return _NO_DISPATCH
+        return None
 
     def _replan_or_fail(self, report: StepReport, reason: str) -> None:
         book = self._book
@@ -335,17 +341,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._next(AskReplan(reason))
 
 
-@final
-class _NoDispatch:
-    """What ``_apply`` returns when no step is dispatched: awaited, it returns at once."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[None, None, None]:
-        yield from ()
-
-
-_NO_DISPATCH = _NoDispatch()
+# What an idle planner of a run with no journal, not nested, takes in the sender's task.
+_NOW_TYPES = (StartRun, CancelRun, StepReport)
 
 
 def _no_replan(report: StepReport, reason: str, book: RunBook, allowed: int) -> StepFailed | None:

@@ -191,16 +191,17 @@ class RunBook:
             versions.artifacts.append(r.output)
         if change.quiet:
             return
-        self.emit(
-            StepCompleted(
-                run_id=self.run_id,
-                plan_version=r.plan_version,
-                step_id=r.step_id,
-                worker=r.worker,
-                output=r.output,
-                usage=r.usage,
-            )
+        event = StepCompleted(
+            run_id=self.run_id,
+            plan_version=r.plan_version,
+            step_id=r.step_id,
+            worker=r.worker,
+            output=r.output,
+            usage=r.usage,
         )
+        self.events.append(event)  # emitted here: no call a step for it (``emit``, #22)
+        if (channel := self.channel).streaming or channel.journal is not None:
+            channel.emit(event)
 
     def _not_committed(self, change: ReportDropped | StepEnded | CheckRejected) -> None:
         versions, run_id, r = self.versions, self.run_id, change.report
@@ -266,7 +267,7 @@ class RunBook:
             )
         )
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: Event) -> None:  # (spelled out in _commit and _sent: #22)
         self.events.append(event)
         channel = self.channel
         if channel.streaming or channel.journal is not None:  # else only the result has it
@@ -335,15 +336,16 @@ def _sent(book: RunBook, change: StepSent) -> None:
     """A step went to a worker: it is in flight."""
     a, worker = change.assign, change.worker
     book.dispatcher.sent(a, worker)
-    book.emit(
-        StepDispatched(
-            run_id=book.run_id,
-            plan_version=a.plan_version,
-            step_id=a.step.id,
-            worker=worker,
-            attempt=a.attempt,
-        )
+    event = StepDispatched(
+        run_id=book.run_id,
+        plan_version=a.plan_version,
+        step_id=a.step.id,
+        worker=worker,
+        attempt=a.attempt,
     )
+    book.events.append(event)  # emitted here: no call a step for it (``RunBook.emit``, #22)
+    if (channel := book.channel).streaming or channel.journal is not None:
+        channel.emit(event)
 
 
 def _arrived(book: RunBook, change: ReportArrived) -> None:

@@ -64,7 +64,7 @@ class JudgesRounds:
     def take_turn(self, message: PlannerMessage) -> Awaitable[None]:
         raise NotImplementedError  # TakesTurns'
 
-    async def _dispatch_ready(self) -> None:
+    def _dispatch_ready(self) -> Awaitable[None] | None:
         raise NotImplementedError  # PlannerActor's
 
     def _record(self, change: RunChange) -> None:
@@ -81,6 +81,9 @@ class JudgesRounds:
 
     def _wind_down(self, ending: Ending, *, drain: bool = False) -> None:
         raise NotImplementedError  # PlannerActor's
+
+    def _end_as(self, ending: Ending) -> None:
+        raise NotImplementedError  # EndsRun's (before this class in PlannerActor's bases)
 
     def _on_answer(self, text: str) -> None:
         raise NotImplementedError  # GuardedActor's
@@ -140,6 +143,21 @@ class JudgesRounds:
         self._calls.off_turn(self.ctx, waiting)
         return True
 
+    def _reported(self) -> Awaitable[None] | None:
+        """After a report: the run's end, once nothing is in flight; or what it waited for."""
+        phase = self._phase
+        if type(phase) is WindingDown and not self._book.dispatcher.inflight:
+            self._end_as(phase.ending)
+        elif self._unasked is not None:  # it waits for what the cancelled steps held
+            return self._look_again()
+        return None
+
+    async def _reported_after(self, rest: Awaitable[None]) -> None:
+        """A report's dispatch that had to wait (``rest``), then what follows the report."""
+        await rest
+        if (then := self._reported()) is not None:
+            await then
+
     async def _look_again(self) -> None:
         """Try again what waited for steps to give back (``_unasked``), unless the run's
         phase moved on meanwhile."""
@@ -149,7 +167,8 @@ class JudgesRounds:
         if held is not self._phase:
             return
         if then is None:  # a step to send, or the critique check: dispatch looks again
-            await self._dispatch_ready()
+            if (rest := self._dispatch_ready()) is not None:
+                await rest
         elif isinstance(then, tuple):
             self._ask(*then)
         else:

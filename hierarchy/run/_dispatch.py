@@ -26,7 +26,7 @@ from regiment.hierarchy.run._runtime import TeamRuntime
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.telemetry import step_span_headers
 
-__all__ = ("Dispatcher", "send_all", "send_now")
+__all__ = ("Dispatcher", "Replayed", "send_all", "send_now")
 
 _NONE_RUNNING: dict[str, int] = {}
 
@@ -128,29 +128,26 @@ class Dispatcher:
             position = self._position.__getitem__
             self._ready = {sid: self._ready[sid] for sid in sorted(self._ready, key=position)}
 
-    def ready(self, versions: PlanVersions) -> list[PlanStep]:
-        """The current plan's steps to dispatch now, in plan order, within the team's
-        concurrency: not committed, not dispatched, every dependency committed."""
-        version = versions.version
-        if self._version != version:
-            self._index(versions)
-        if not self._ready:
-            return []
-        room = self._team.concurrency - len(self._running.get(version, _NONE_RUNNING))
-        if room <= 0:
-            return []
-        ready = list(self._ready.values())
-        return ready if len(ready) <= room else ready[:room]
-
     def next_sends(
         self, versions: PlanVersions, ledger: BudgetLedger, goal: str
     ) -> tuple[list[StepSent], tuple[BudgetLimit, str] | None]:
         """The ready steps to send now, each with its share of the budget reserved
         (see :mod:`._fan_out`); and, if the budget held some back, the budget field
-        that did and the first step held back."""
-        ready = self.ready(versions)
-        if not ready:
+        that did and the first step held back.
+
+        Ready: the current plan's steps to dispatch now, in plan order, within the team's
+        concurrency: not committed, not dispatched, every dependency committed (found
+        here, not by a method of their own: a call a step, #22)."""
+        if self._version != (version := versions.version):
+            self._index(versions)
+        if not self._ready:
             return [], None
+        room = self._team.concurrency - len(self._running.get(version, _NONE_RUNNING))
+        if room <= 0:
+            return [], None
+        ready = list(self._ready.values())
+        if len(ready) > room:
+            ready = ready[:room]
         team, run_id, pending = self._team, self._run_id, len(self._waiting)  # still to send
         for again in (False, True):
             sends, short_of = reserve_fan_out(

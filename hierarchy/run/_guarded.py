@@ -7,6 +7,7 @@ plan and the answer pass through them (``RunGuards``) before they are acted on.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, assert_never
 
 from opentelemetry.trace import Span
@@ -30,6 +31,7 @@ from regiment.hierarchy.run._changes import (
     ReportDropped,
     RunChange,
 )
+from regiment.hierarchy.run._dispatch import Replayed
 from regiment.hierarchy.run._guarding import (
     RunGuards,
     answer_verdict,
@@ -88,12 +90,14 @@ class GuardedActor(Actor[PlannerMessage, None]):
     def _finish(self, answer: str, status: RunStatus) -> None:
         raise NotImplementedError
 
-    async def _dispatch_ready(self) -> None:
+    def _dispatch_ready(self) -> Awaitable[None] | None:
         raise NotImplementedError
 
     if TYPE_CHECKING:  # JudgesRounds' (after this class in PlannerActor's bases)
 
         def _exhausted(self, limit: BudgetLimit, detail: str, *, drain: bool = False) -> None: ...
+
+        def _on_report(self, report: StepReport) -> Awaitable[None] | None: ...  # the actor's
 
     # -- plans and answers -----------------------------------------------------
 
@@ -142,13 +146,22 @@ class GuardedActor(Actor[PlannerMessage, None]):
                 self._record(reading)
                 self._drop_held(reading.plan.version)
                 self._phase = Executing()
-                await self._dispatch_ready()
+                if (rest := self._dispatch_ready()) is not None:
+                    await rest
             case ModelRequest():
                 self._ask(planning.kind, reading)  # the problems go back to the planner
             case PlanError() | GuardrailError():  # a plan guard that failed: its error
                 self._fail(reading)
             case _:
                 assert_never(reading)
+
+    async def _sent_rest(self, replayed: Replayed, rest: Awaitable[Replayed] | None) -> None:
+        """Send what a full mailbox held back; take a resume's replayed reports."""
+        for report, current in replayed if rest is None else await rest:
+            if current is not None:  # dropped before the resume: dropped again, as it was
+                self._drop_again(report, current)
+            elif (more := self._on_report(report)) is not None:
+                await more
 
     def _drop_again(self, report: StepReport, current: int) -> None:
         """Drop again, as it was, a replayed report the run dropped as stale before its

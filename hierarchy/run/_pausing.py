@@ -7,7 +7,7 @@ actor stays a router: the changes still go through its one door, ``_record``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Awaitable, Collection
 from typing import assert_never
 
 from regiment.actors import ActorContext
@@ -68,7 +68,7 @@ class PausesForApprovals:
     def _finish(self, answer: str, status: RunStatus) -> None:
         raise NotImplementedError  # PlannerActor's
 
-    async def _on_report(self, report: StepReport) -> None:
+    def _on_report(self, report: StepReport) -> Awaitable[None] | None:
         raise NotImplementedError  # PlannerActor's
 
     async def _on_step_news(
@@ -78,7 +78,8 @@ class PausesForApprovals:
         in one has only waits left; then pause if every step in flight waits for a
         decision. A nested run never pauses by itself: the run above hears of it."""
         if isinstance(news, StepReport):
-            await self._on_report(news)
+            if (rest := self._on_report(news)) is not None:
+                await rest
             if self._book.approvals.pending:
                 self._withdraw_left(news)
             channel = self._book.channel
@@ -91,6 +92,20 @@ class PausesForApprovals:
         elif not isinstance(news, NestedStalled):
             self._on_approval(news)
         if self._book.approvals.pending:  # else nothing waits for a decision: no call made
+            self._pause_if_stalled()
+
+    async def _report_rest(self, report: StepReport, rest: Awaitable[None]) -> None:
+        """What is left of a report a run that is not nested took as a plain call
+        (``_handle_now``): ``rest``, then what ``_on_step_news`` does after a report."""
+        await rest
+        if self._book.approvals.pending:
+            self._after_report(report)
+
+    def _after_report(self, report: StepReport) -> None:
+        """A report to a run that is not nested, with requests pending: those of its step
+        withdrawn if it is gone, then a pause if every step in flight waits for a decision."""
+        self._withdraw_left(report)
+        if self._book.approvals.pending:
             self._pause_if_stalled()
 
     def _show_in_flight(self, channel: RunChannel) -> None:

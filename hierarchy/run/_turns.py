@@ -17,13 +17,15 @@ from one mailbox.
 
 A message sent to an idle planner can also be handled at once in the sender's
 task (``receive_now``), if the actor says it is cheap (``_handle_now``): the run's
-``StartRun``. A step's report, handed in with ``send_here`` by the worker's
-runner task, is handled in that task as a turn (``receive_here``): the
-planner's own task need not wake up for it (one hop fewer per step), and the
-runner, its report handled, often takes the very step the report readied.
-Both run inside the context the actor's task had when it started, so context
-variables (the current actor, a log mark, the trace context of tasks it
-starts) stay the planner's, not the sender's.
+``StartRun``, and in a run with no journal that is not nested, a step's report (a
+plain call: what is left of it to await, rarely anything, goes on in a task of the
+planner's own, which holds the turn until it ends). Any other run's report, handed in
+with ``send_here`` by the worker's runner task, is handled in that task as a turn
+(``receive_here``). Either way the planner's own task need not wake up for it (one
+hop fewer per step), and the runner, its report handled, often takes the very step
+the report readied. Both run inside the context the actor's task had when it
+started, so context variables (the current actor, a log mark, the trace context of
+tasks it starts) stay the planner's, not the sender's.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import RunAborted, RunChange
 from regiment.hierarchy.run._hints import taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage, StartRun
-from regiment.hierarchy.run._own_task import fail_in_own_task, reraise
+from regiment.hierarchy.run._own_task import fail_in_own_task
 
 __all__ = ("TakesTurns", "planner_crashed")
 
@@ -56,7 +58,8 @@ class TakesTurns(Actor[PlannerMessage, None]):
     _context: contextvars.Context | None = None  # the actor task's, from on_start
     _here: ContextTurns  # runs turns taken in a sender's task in it, from on_start
     # The message types PlannerActor's ``_handle_now`` may take; any other is not tried
-    # there (a step's report: no turn taken and passed, no context entered, issue #22).
+    # there (no turn taken and passed, no context entered, issue #22). A run with no
+    # journal, not nested, adds a step's report (``PlannerActor.__init__``).
     _now_types: tuple[type, ...] = (StartRun, CancelRun)
 
     _book: RunBook
@@ -90,8 +93,10 @@ class TakesTurns(Actor[PlannerMessage, None]):
         self._end()
         self._record(RunAborted(planner_crashed(crash)))
 
-    def _handle_now(self, message: PlannerMessage) -> bool:
-        """Handle ``message`` without awaiting, if that is cheap; ``False`` to queue it."""
+    def _handle_now(self, message: PlannerMessage) -> Awaitable[None] | bool:
+        """Handle ``message`` without awaiting, if that is cheap; ``False`` to queue it.
+        What is left to await, if it turns out to need a wait: a task of the actor's own
+        awaits it, holding the turn until it ends (``_end_turn``)."""
         return False
 
     async def on_start(self) -> None:
@@ -120,14 +125,31 @@ class TakesTurns(Actor[PlannerMessage, None]):
         if self._busy or context is None or type(message) not in self._now_types:
             return False
         self._busy = True
+        rest: Awaitable[None] | bool = False
         try:
-            return context.run(self._handle_now, message)
+            rest = context.run(self._handle_now, message)
+            if rest is not True and rest is not False:  # the turn goes on in a task (rare)
+                context.run(self.ctx.start_soon, self._end_turn, message, rest)
+            return rest is not False
         except Exception as exc:
+            rest = False
             context.run(self._failed, message, exc)
             # It must not raise into the sender: the actor fails from a task of its
-            # own instead, as if its handler had raised (its supervisor is told).
-            context.run(self.ctx.start_soon, reraise, exc)
+            # own instead, as if its handler had raised (its supervisor is told; a
+            # planner already stopped cannot fail: what it could not do is logged).
+            context.run(fail_in_own_task, self.ctx, type(message).__name__, exc)
             return True
+        finally:
+            if rest is True or rest is False:
+                self._pass_turn()
+
+    async def _end_turn(self, message: PlannerMessage, rest: Awaitable[None]) -> None:
+        """What is left of a turn ``receive_now`` took, in a task of the actor's own."""
+        try:
+            await rest
+        except Exception as exc:
+            self._failed(message, exc)
+            raise
         finally:
             self._pass_turn()
 

@@ -170,13 +170,13 @@ def _first_message(prompts: Prompts, step: PlanStep, context: StepContext) -> Me
     )
 
 
-async def run_tool_loop(
+async def run_tool_loop(  # at most 15 keywords a call: more, and 3.11 packs a dict (#22)
     *,
     worker: str,
-    system: str,
+    system: str,  # the worker's system prompt (made once, as its actor starts)
     max_iterations: int,
     toolset: Toolset,
-    definitions: tuple[ToolDefinition, ...] | None = None,
+    definitions: tuple[ToolDefinition, ...] | None = None,  # toolset's, if read already
     caller: ModelCaller,
     telemetry: Telemetry,
     prompts: Prompts,
@@ -187,27 +187,27 @@ async def run_tool_loop(
     journaled: StepCalls | None = None,
     guards: StepGuards | None = None,
 ) -> StepReport:
-    """Run one step to an answer, or to the iteration cap, or to the allowance's end.
-
-    ``system``: the worker's system prompt (made once, as its actor starts).
-    ``definitions``: ``toolset``'s, if read already (a set that cannot change: read once).
-    At most 15 keywords a call: more, and CPython 3.11 packs them into a dict (#22).
-
-    Raises:
-        ToolError: a tool raised and ``on_tool_error`` (its own, else this one) is ``"raise"``.
-    """
+    """Run one step to an answer, or to the iteration cap, or to the allowance's end. Raises
+    ``ToolError`` if a tool raised and ``on_tool_error`` (its own, else this) is ``"raise"``."""
     step, tools = assign.step, toolset.definitions if definitions is None else definitions
-    at = (assign, progress, worker, max_iterations)
-    messages, journaled, call, limited = _begin(prompts, journaled, caller, guards, at)
-    asked_again = False  # after an empty reply (below)
+    at, asked_again = (assign, progress, worker, max_iterations), False  # (an empty reply)
+    messages, journaled, call, limited, raw = _begin(prompts, journaled, caller, guards, at)
     for _ in range(max_iterations):
         request = _request(system, messages, tools, worker, step.id)
         if limited:
             request, spent = await within_allowance(assign, progress, request, caller, worker)
             if spent is not None:
                 return spent
-        if (response := await call(request)) is None:
-            continue  # a guard rejected the reply; the model is told why
+        if raw is None:
+            if (response := await call(request)) is None:
+                continue  # a guard rejected the reply; the model is told why
+        else:  # the model's own call, no coroutine around it (_begin, #22)
+            try:
+                reply = await raw.model.complete(request)
+            except BaseException as exc:  # a cancellation or an interrupt, as a rule
+                raw.failed(exc)
+                raise
+            response = raw.answered(reply, request)
         if not (tool_calls := progress.took(response)):  # answered (counted, its text kept)
             if progress.last_text.strip():
                 return progress.report(assign, worker, "done")
@@ -272,13 +272,15 @@ def _begin(
     StepCalls | None,
     Callable[[ModelRequest], Awaitable[ModelResponse | None]],
     bool,
+    ModelCaller | None,
 ]:
     """How a step begins: its conversation (the step's request, as ``_first_message``
     makes it, spelled out here: one call less a step, #22); its calls (journaled and
     replayed by key; with nothing to replay, journal or stream, and no guards, none
-    until it calls a tool: ``run_tool_loop`` makes them then); how it calls its model: replayed or journaled, between its guards
-    if any; and whether each call is checked against the step's allowance first
-    (``within_allowance``).
+    until it calls a tool: ``run_tool_loop`` makes them then); how it calls its model:
+    replayed or journaled, between its guards if any, or (``raw``: the model caller, when
+    nothing is around the call) by the loop itself; and whether each call is checked
+    against the step's allowance first (``within_allowance``).
 
     A check can stop the step only if its allowance caps tokens, input, output or
     money, or fewer model calls than its loop may make (``at``'s iterations more, one
@@ -300,12 +302,16 @@ def _begin(
     )
     if guards is None:  # no JournaledCaller in between: its call would only forward
         if journaled is None:  # nothing replayed, journaled or streamed: the model's own call
-            return messages, None, caller.call, limited  # (a StepCalls once a tool is called)
-        return messages, journaled, journaled.model_call(caller), limited
+            # (a StepCalls once a tool is called); with nothing around it (no settings to
+            # merge, metrics or span), awaited by the loop itself: ``raw``
+            t = caller.telemetry
+            raw = caller.settings is None and t.metrics is None and not t.traced
+            return messages, None, caller.call, limited, caller if raw else None
+        return messages, journaled, journaled.model_call(caller), limited, None
     journaled = journaled or StepCalls(None, assign, worker)
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))
     call = guards.caller(model, assign, progress, messages, journaled.judge_tape())
-    return messages, journaled, call, limited
+    return messages, journaled, call, limited, None
 
 
 def _request(

@@ -109,7 +109,9 @@ class WorkerActor(StepActor):
             else None
         )
         ledger = None if channel is None else channel.fence.top_ups.ledger
-        cut = None if ledger is None else step_cut(ledger, assign, worker.name)
+        # a run with no limit at all (its ledger ``free``) charges no call cut: none to ask
+        free = ledger is None or ledger.free is not None
+        cut = None if ledger is None or free else step_cut(ledger, assign, worker.name)
         return run_tool_loop(
             worker=worker.name,
             system=self._system,

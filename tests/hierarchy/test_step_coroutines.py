@@ -3,7 +3,8 @@
 Each coroutine costs ~0.7k CPU instructions to make, run and end: a step's report is
 handled, committed and the next step sent with no coroutine for the hops that only
 forward (the planner's message switch, its commit, its sends when the mailboxes have
-room, the worker's ``work``); a step with nothing to replay, journal or stream makes
+room, the worker's ``work``), and in a run with no journal with none at all (the planner
+takes the report as a plain call); a step with nothing to replay, journal or stream makes
 no log of its calls unless it calls a tool. A planner-side call with no guards around it makes no
 purse for their judges (the purse is read only by a guard's judge call).
 
@@ -82,9 +83,27 @@ async def test_a_step_makes_no_coroutine_for_the_hops_that_only_forward() -> Non
     forwarding = ("PlannerActor._handle", "PlannerActor._apply", "send_all", "work")
     assert [name for name in per_step if name.endswith(forwarding)] == []
     # The hops that do work still make theirs, one a step (what is counted is there):
-    # the planner's turn on a report, the report itself, the worker's step and its loop.
-    doing = ("TakesTurns._turn_here", "PlannerActor._on_report", "StepActor._outcome")
-    assert [per_step[name] for name in (*doing, "run_tool_loop")] == [3, 3, 3, 3]
+    # the worker's step and its loop.
+    assert [per_step[name] for name in ("StepActor._outcome", "run_tool_loop")] == [3, 3]
+
+
+async def test_a_report_is_taken_committed_and_the_next_step_sent_with_no_coroutine() -> None:
+    # A run with no journal, not nested: its idle planner takes a step's report as a
+    # plain call in the runner's task (_handle_now). It took a turn there, five
+    # coroutines and generators a step: the turn, the generator that ran it in the
+    # planner's context, the news, the report and the dispatch of the next step.
+    one, four = await _coroutines_made(1), await _coroutines_made(4)
+    per_step = four - one
+    planner_side = (
+        "TakesTurns._turn_here",
+        "ContextTurns.run",
+        "PausesForApprovals._on_step_news",
+        "PlannerActor._on_report",
+        "PlannerActor._dispatch_ready",
+    )
+    assert [per_step[name] for name in planner_side] == [0, 0, 0, 0, 0]
+    # Nor is it queued for the planner's own task (it would take a turn there).
+    assert per_step["TakesTurns.take_turn"] == 0
 
 
 @pytest.mark.parametrize("guarded", [False, True], ids=["no guards", "planner guards"])
@@ -121,3 +140,12 @@ async def test_a_step_with_nothing_to_replay_journal_or_stream_makes_no_call_log
     assert await _step_calls_made(3, streamed=False) == 0
     # A streamed run's steps stream their calls through it: one each.
     assert await _step_calls_made(3, streamed=True) == 3
+
+
+async def test_a_workers_plain_model_call_makes_no_coroutine_of_its_callers() -> None:
+    # No settings to merge, no metrics, span, guards or call log: the worker's loop awaits
+    # its model itself (ModelCaller.call was a coroutine a call that only forwarded to it,
+    # and the reply is still priced, made encodable and checked: ModelCaller.answered).
+    one, four = await _coroutines_made(1), await _coroutines_made(4)
+    per_step = four - one
+    assert [per_step["ModelCaller.call"], per_step["ScriptedModel.complete"]] == [0, 3]

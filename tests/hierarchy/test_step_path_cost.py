@@ -16,6 +16,7 @@ from regiment.actors._cell import Cell
 from regiment.hierarchy import Budget, Check, Planner, RunContextFilter, Team, Worker
 from regiment.hierarchy._allowance import over_allowance
 from regiment.hierarchy._budget import BudgetLedger, Share
+from regiment.hierarchy._in_flight import step_cut
 from regiment.hierarchy._live_events import live_sink
 from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._spent import Spent
@@ -26,6 +27,7 @@ from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._pausing import PausesForApprovals
+from regiment.hierarchy.run._turns import TakesTurns
 from regiment.hierarchy.run._verify import Verifier
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers import _empty_reply, _loop, _step_actor
@@ -122,10 +124,12 @@ async def test_a_report_with_no_approval_pending_asks_for_no_pause_check() -> No
     assert await _counted(_code_called(PausesForApprovals._pause_if_stalled.__code__)) == 0
 
 
-async def test_a_report_is_not_offered_to_the_planners_handle_now() -> None:
-    # Only the run's StartRun is handled there; a report took and passed a turn and
-    # entered the planner's context for nothing, every step.
-    assert await _counted(_code_called(PlannerActor._handle_now.__code__)) == 1
+async def test_a_report_is_taken_by_the_planners_handle_now_and_no_turn_here() -> None:
+    # The run's StartRun and each step's report are handled there, as plain calls (the
+    # report took a turn through receive_here, a coroutine and its context's runner, and
+    # before that was offered to _handle_now for nothing, every step).
+    assert await _counted(_code_called(PlannerActor._handle_now.__code__)) == 1 + _STEPS
+    assert await _counted(_code_called(TakesTurns.receive_here.__code__)) == 0
 
 
 async def test_a_run_with_no_journal_records_its_changes_with_no_frame_between() -> None:
@@ -388,3 +392,30 @@ async def test_a_step_asks_no_tracing_property() -> None:
     tracing = vars(Telemetry)["tracing"].fget.__code__
     # Five a run, as it starts and ends, whatever its length; was two a step more (11).
     assert await _counted(_code_called(tracing)) == 5
+
+
+async def test_a_run_with_no_limit_asks_nothing_about_charging_cut_calls() -> None:
+    # Its ledger is free (no limit at all): no call of a step is charged when cut, and
+    # the worker knew that with no call (step_cut, and limits_spending in it, a step).
+    cut = _code_called(step_cut.__code__)
+    assert await _counted(cut) == 0
+    # A budget that holds model calls charges a cut call: each step asks.
+    assert await _counted(cut, Budget(model_calls=50)) == _STEPS
+
+
+async def test_a_steps_events_are_emitted_with_no_call_between() -> None:
+    # StepDispatched and StepCompleted go out where they are made (RunBook.emit was two
+    # calls a step); a run's own events still go through it: RunStarted, PlanCreated,
+    # SynthesisStarted.
+    assert await _counted(_code_called(RunBook.emit.__code__)) == 3
+
+
+async def test_a_fan_out_finds_its_ready_steps_with_no_call_between() -> None:
+    # Dispatcher.next_sends reads the ready steps itself (Dispatcher.ready was one call
+    # a fan-out). Per step: its send, its report, its commit and the fan-out after it;
+    # once a run: the first fan-out (its plan indexed), its making, the two looks at
+    # what runs as the plan ends and the two at the reports a resume held.
+    def dispatcher(frame: FrameType, event: str, _: object) -> bool:
+        return event == "call" and frame.f_code.co_qualname.startswith("Dispatcher.")
+
+    assert await _counted(dispatcher) == 4 * _STEPS + 2 + 1 + 2 + 2
