@@ -24,7 +24,7 @@ from regiment.hierarchy.guard._types import Guardrail
 from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._placement import Ray, by_pool, not_started
 from regiment.hierarchy.workers._ray_actor import RayWorkerActor, RunLinks
-from regiment.hierarchy.workers._ray_cancel import NOT_STOPPED, ended_remotely
+from regiment.hierarchy.workers._ray_cancel import ended_remotely, restart
 from regiment.hierarchy.workers._ray_cluster import ClusterProbe
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
@@ -332,22 +332,13 @@ class RayReplicas:
             self._ray.cancel(stream, recursive=False)
             with anyio.CancelScope(shield=True):
                 if not await ended_remotely(self._ray, handle, key, worker, grace):
-                    self._restart(index, worker, key, grace)
+                    self.mcp.lost(index)  # its MCP servers start again once it is back
+                    self._down.add(index)  # first tries go to the others meanwhile
+                    restart(self._ray, handle, (worker, key, index), grace)
             raise
         if report is None:
             raise WorkerLost(f"worker '{worker}': its Ray replica ended a step without a report")
         return report
-
-    def _restart(self, index: int, worker: str, key: str, grace: float | None) -> None:
-        """Step ``key`` did not end on replica ``index`` within ``grace`` of its cancel:
-        kill the replica for Ray to restart it, so nothing of the step runs on."""
-        self.mcp.lost(index)  # its MCP servers start again once it is back
-        self._down.add(index)  # first tries go to the others meanwhile
-        try:
-            self._ray.kill(self._handles[index], no_restart=False)
-        except Exception as exc:  # (it died meanwhile: nothing of the step runs there)
-            _log.debug("worker '%s': killing Ray replica %d failed: %r", worker, index, exc)
-        _log.warning(NOT_STOPPED, worker, key, index, grace or 0.0, extra={"worker": worker})
 
     def pack(self, deps: object) -> bytes:
         """``deps`` pickled for the replicas (Ray's cloudpickle)."""

@@ -22,14 +22,14 @@ from typing import Any
 
 import anyio
 
-__all__ = ("NOT_STOPPED", "ended_remotely")
+__all__ = ("ended_remotely", "restart")
 
 _log = logging.getLogger("regiment.ray")
 _CANCEL_FAILED = (
     "worker '%s': cancelling step %s on its Ray replica failed (%s: %s); "
     "the step may still run there until its replica stops"
 )
-NOT_STOPPED = (
+_NOT_STOPPED = (
     "worker '%s': step %s did not end on its Ray replica %d within %g s of its cancel "
     "(Worker(cancel_grace=...)): a tool there ignores cancellation. The replica was killed "
     "so that nothing of the step runs on; Ray restarts it (within Ray(max_restarts=...)), "
@@ -54,3 +54,15 @@ async def ended_remotely(ray: Any, handle: Any, key: str, worker: str, grace: fl
             _log.warning(_CANCEL_FAILED, worker, key, type(exc).__name__, exc)
             return True  # not known to be running: a kill would cut its replica's others
     return not waited.cancelled_caught
+
+
+def restart(ray: Any, handle: Any, step: tuple[str, str, int], grace: float | None) -> None:
+    """``step`` (its worker, key and replica's index) did not end on its replica
+    ``handle`` within ``grace`` of its cancel: kill the replica for Ray to restart it,
+    so nothing of the step runs on, saying so."""
+    worker, key, index = step
+    try:
+        ray.kill(handle, no_restart=False)
+    except Exception as exc:  # (it died meanwhile: nothing of the step runs there)
+        _log.debug("worker '%s': killing Ray replica %d failed: %r", worker, index, exc)
+    _log.warning(_NOT_STOPPED, worker, key, index, grace or 0.0, extra={"worker": worker})
