@@ -226,6 +226,10 @@ class RayReplicas:
         """
         self.cluster.check(worker)  # gone already: no replica to try
         key, first = step_key(assign), self._live_from(next(self._turn))
+        if first in self._down:  # as all are: wait for it to be back, keeping the retry
+            down = WorkerLost(f"worker '{worker}': every one of its Ray replicas was lost")
+            back = (self._ray, self._handles[first], self._start_timeout, _CONTROL, down)
+            await self.cluster.watched(functools.partial(replica_back, *back), worker)
         try:
             return await self._step_on(first, worker, conduit, (key, grace), headers)
         except WorkerLost as lost:

@@ -201,7 +201,8 @@ def held_worker(
     cancelled (telling ``probe`` so). With ``commit_first``, it first records its side
     effect under its idempotency key (once per key, however often it is called). With
     ``calls``, it waits in a call to ``probe`` (:meth:`Probe.call`) instead. With
-    ``ignores``, it ignores the cancel (shields its wait): only a kill ends it."""
+    ``ignores``, its first call ignores the cancel (shields its wait): only a kill
+    ends it; later calls return at once."""
 
     @tool(idempotency_key=("order_id",))
     async def hold(order_id: str) -> str:
@@ -209,6 +210,8 @@ def held_worker(
         actor = _probe(probe)
         if commit_first and await actor.effect.remote(f"hold:order_id={order_id}") > 1:
             return "already held"  # a retry of a call whose effect is done: nothing to wait for
+        if ignores and await actor.effect.remote("ignored") > 1:
+            return "held at once"  # only the first call ignores its cancel
         try:
             # Inside the try: the test sees the start (the probe has run it) and may
             # cancel while this await still waits for its reply; the cancel must be told.

@@ -19,6 +19,7 @@ from regiment.hierarchy import (
     StepDispatched,
     Worker,
 )
+from regiment.models import ModelRequest
 
 from ._ray_team import DropWaitingPlanner, holder_team, plan_text
 
@@ -121,7 +122,11 @@ async def test_a_remote_step_that_will_not_stop_gets_its_replica_restarted(
     ``cancel_grace``; past it, the replica is killed (Ray restarts it), saying why."""
     caplog.set_level(logging.WARNING, logger="regiment.ray")
     name, handle = probe
-    team = holder_team(name, [plan_text(HOLD)], ignores=True, num_cpus=0)
+
+    def plans(request: ModelRequest) -> str:
+        return plan_text(HOLD) if request.role in ("planner", "replanner") else "held"
+
+    team = holder_team(name, plans, ignores=True, num_cpus=0)
     holder, local = team.workers
     assert isinstance(holder, Worker)
     team = dataclasses.replace(team, workers=[dataclasses.replace(holder, cancel_grace=1.0), local])
@@ -139,8 +144,14 @@ async def test_a_remote_step_that_will_not_stop_gets_its_replica_restarted(
         finally:
             os.close(pidfd)
         assert running.active_runs == 0
+        # The next step waits for the replica Ray restarts: not a loss (its retry kept).
+        result = await running.run("hold order 88213")
+        assert result.status == "completed", result
+        assert [(s.step_id, s.status) for s in result.steps] == [("s1", "done")]
     state = await handle.state.remote()  # type: ignore[attr-defined]
     assert state["cancelled"] == []  # killed, not ended: its tool's finally never ran
+    lost = [r.getMessage() for r in caplog.records if "died mid-step" in r.getMessage()]
+    assert lost == []
     said = [r.getMessage() for r in caplog.records if "ignores cancellation" in r.getMessage()]
     assert len(said) == 1, said
     assert said[0].startswith("worker 'holder': step "), said
