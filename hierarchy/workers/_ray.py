@@ -24,6 +24,7 @@ from regiment.hierarchy.guard._types import Guardrail
 from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._placement import Ray, by_pool, not_started
 from regiment.hierarchy.workers._ray_actor import RayWorkerActor, RunLinks
+from regiment.hierarchy.workers._ray_cancel import ended_remotely, restart
 from regiment.hierarchy.workers._ray_cluster import ClusterProbe
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
@@ -49,11 +50,6 @@ __all__ = ("RayReplicas", "RayWorkerActor", "RunLinks", "start_ray_workers")
 
 _log = logging.getLogger("regiment.ray")
 _CONTROL = "control"  # the replicas' concurrency group for acks
-_CANCEL_WAIT = 10.0  # seconds a cancel waits for a remote step to end (a hung tool: logged)
-_CANCEL_FAILED = (
-    "worker '%s': cancelling step %s on its Ray replica failed (%s: %s); "
-    "the step may still run there until its replica stops"
-)
 _MCP_STOP_WAIT = 10.0  # seconds the replicas have to stop their MCP servers (4 s each at most)
 
 
@@ -212,10 +208,17 @@ class RayReplicas:
         self._users += 1
 
     async def run(
-        self, worker: str, assign: AssignStep, headers: dict[str, str], conduit: StepConduit
+        self,
+        worker: str,
+        assign: AssignStep,
+        headers: dict[str, str],
+        conduit: StepConduit,
+        grace: float | None,
     ) -> StepReport:
         """Run ``worker``'s step on the next replica; on ``WorkerLost``, unless the whole
         cluster is gone, once more on another, with what the first attempt journaled.
+        Cut, the step has ``grace`` seconds (its worker's ``cancel_grace``) to end on its
+        replica, which is restarted if it does not (``ended_remotely``).
 
         Raises:
             WorkerLost: the replicas running the step died both times.
@@ -223,8 +226,12 @@ class RayReplicas:
         """
         self.cluster.check(worker)  # gone already: no replica to try
         key, first = step_key(assign), self._live_from(next(self._turn))
+        if first in self._down:  # as all are: wait for it to be back, keeping the retry
+            down = WorkerLost(f"worker '{worker}': every one of its Ray replicas was lost")
+            back = (self._ray, self._handles[first], self._start_timeout, _CONTROL, down)
+            await self.cluster.watched(functools.partial(replica_back, *back), worker)
         try:
-            return await self._step_on(first, worker, conduit, key, headers)
+            return await self._step_on(first, worker, conduit, (key, grace), headers)
         except WorkerLost as lost:
             self.mcp.lost(first)
             self._down.add(first)
@@ -239,7 +246,7 @@ class RayReplicas:
         try:  # the only replica, or both died: wait for the one Ray restarts
             back = (self._ray, self._handles[other], self._start_timeout, _CONTROL, first_loss)
             await self.cluster.watched(functools.partial(replica_back, *back), worker)
-            return await self._step_on(other, worker, conduit, key, headers)
+            return await self._step_on(other, worker, conduit, (key, grace), headers)
         except WorkerLost as lost:
             self.mcp.lost(other)
             self._down.add(other)
@@ -248,11 +255,16 @@ class RayReplicas:
             raise
 
     async def _step_on(
-        self, index: int, worker: str, conduit: StepConduit, key: str, headers: dict[str, str]
+        self,
+        index: int,
+        worker: str,
+        conduit: StepConduit,
+        step: tuple[str, float | None],
+        headers: dict[str, str],
     ) -> StepReport:
         await self.mcp.revive(index, worker)  # its MCP servers, if Ray restarted it
         conduit.replica = index
-        report = await self._call(self._handles[index], conduit, key, headers)
+        report = await self._call(index, conduit, step, headers)
         self._down.discard(index)  # it answers
         await self.mcp.refresh(index, conduit.tools_version)  # a server changed its tools
         return report
@@ -289,9 +301,15 @@ class RayReplicas:
             self._following = False
 
     async def _call(
-        self, handle: Any, conduit: StepConduit, key: str, headers: dict[str, str]
+        self,
+        index: int,
+        conduit: StepConduit,
+        step: tuple[str, float | None],
+        headers: dict[str, str],
     ) -> StepReport:
-        worker = conduit.worker
+        """The step (``step``: its key, and how long it has to end once cut) on replica
+        ``index``: its report."""
+        worker, handle, (key, grace) = conduit.worker, self._handles[index], step
         stream = handle.step.remote(conduit.payload(key, headers))
         try:
             drain = functools.partial(conduit.drain, stream, functools.partial(_ack, handle, key))
@@ -310,36 +328,21 @@ class RayReplicas:
             conduit.step_cut()
             self.cluster.check(worker, exc)  # gone (another pool found out): no one to ask
             # Cancelled (the run, a replan, the step timeout), or the journal failed:
-            # stop the remote step too, and wait (bounded) until it has ended there, so
-            # no remote work of a cancelled step goes on once the cancel is over. Not
-            # recursive: Ray would also cancel the calls the step's tools make, and a
-            # tool's cleanup (telling a service it stopped) must still get through.
+            # stop the remote step too, and wait until it has ended there (up to the
+            # worker's cancel_grace; past it, its replica is restarted), so no remote
+            # work of a cancelled step goes on once the cancel is over. Not recursive:
+            # Ray would also cancel the calls the step's tools make, and a tool's
+            # cleanup (telling a service it stopped) must still get through.
             self._ray.cancel(stream, recursive=False)
             with anyio.CancelScope(shield=True):
-                await self._cancel_remote(handle, key, worker)
+                if not await ended_remotely(self._ray, handle, key, worker, grace):
+                    self.mcp.lost(index)  # its MCP servers start again once it is back
+                    self._down.add(index)  # first tries go to the others meanwhile
+                    restart(self._ray, handle, (worker, key, index), grace)
             raise
         if report is None:
             raise WorkerLost(f"worker '{worker}': its Ray replica ended a step without a report")
         return report
-
-    async def _cancel_remote(self, handle: Any, key: str, worker: str) -> None:
-        """Cancel step ``key`` on its replica and wait (bounded) until it has ended there."""
-        with anyio.move_on_after(_CANCEL_WAIT) as waited:
-            try:
-                await handle.cancel.remote(key)
-            except self._ray.exceptions.RayActorError:
-                return  # the replica is gone: nothing of the step runs any more
-            except Exception as exc:
-                _log.warning(_CANCEL_FAILED, worker, key, type(exc).__name__, exc)
-                return
-        if waited.cancelled_caught:
-            _log.warning(
-                "worker '%s': step %s did not end on its Ray replica within %.0f s of "
-                "its cancel; a tool there ignores cancellation",
-                worker,
-                key,
-                _CANCEL_WAIT,
-            )
 
     def pack(self, deps: object) -> bytes:
         """``deps`` pickled for the replicas (Ray's cloudpickle)."""

@@ -79,7 +79,7 @@ class RayWorkerActor(StepActor):
             worker=name,
             catch_up=None if self._tools is None else self._tools.caught_up,
         )
-        report = await self._replicas.run(name, assign, inject(), conduit)
+        report = await self._replicas.run(name, assign, inject(), conduit, self._grace)
         progress.usage, progress.model_calls = report.usage, report.model_calls
         progress.tool_calls = report.tool_calls
         return report

@@ -195,11 +195,14 @@ def held_worker(
     calls: bool = False,
     name: str = "holder",
     max_concurrent_steps: int = 8,
+    ignores: bool = False,
 ) -> Worker:
     """A worker whose ``hold`` tool tells ``probe`` it started, then waits until it is
     cancelled (telling ``probe`` so). With ``commit_first``, it first records its side
     effect under its idempotency key (once per key, however often it is called). With
-    ``calls``, it waits in a call to ``probe`` (:meth:`Probe.call`) instead."""
+    ``calls``, it waits in a call to ``probe`` (:meth:`Probe.call`) instead. With
+    ``ignores``, its first call ignores the cancel (shields its wait): only a kill
+    ends it; later calls return at once."""
 
     @tool(idempotency_key=("order_id",))
     async def hold(order_id: str) -> str:
@@ -207,6 +210,8 @@ def held_worker(
         actor = _probe(probe)
         if commit_first and await actor.effect.remote(f"hold:order_id={order_id}") > 1:
             return "already held"  # a retry of a call whose effect is done: nothing to wait for
+        if ignores and await actor.effect.remote("ignored") > 1:
+            return "held at once"  # only the first call ignores its cancel
         try:
             # Inside the try: the test sees the start (the probe has run it) and may
             # cancel while this await still waits for its reply; the cancel must be told.
@@ -214,7 +219,8 @@ def held_worker(
                 await actor.call.remote(os.getpid())
             else:
                 await actor.start.remote(os.getpid())
-                await anyio.sleep_forever()
+                with anyio.CancelScope(shield=ignores):
+                    await anyio.sleep_forever()
         finally:
             with anyio.CancelScope(shield=True):
                 await actor.cancel.remote(os.getpid())
@@ -240,6 +246,7 @@ def holder_team(
     *,
     commit_first: bool = False,
     calls: bool = False,
+    ignores: bool = False,
     **placement: Any,
 ) -> Team:
     """A team with the Ray-placed ``holder`` and an in-process ``local`` worker whose
@@ -250,7 +257,9 @@ def holder_team(
         await _probe(probe).wait_started.remote(1)
         return "probed: the order is not what it seemed"
 
-    build = functools.partial(held_worker, probe, commit_first=commit_first, calls=calls)
+    build = functools.partial(
+        held_worker, probe, commit_first=commit_first, calls=calls, ignores=ignores
+    )
     holder = dataclasses.replace(build(), placement=Ray(build=build, **placement))
     local = Worker(name="local", description="Probes orders.", model=ScriptedModel(local_brain))
     return Team(

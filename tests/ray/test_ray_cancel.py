@@ -5,11 +5,21 @@ the planner cut says why, as an in-process one does."""
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 
 import anyio
 import pytest
 
-from regiment.hierarchy import Budget, RunCompleted, RunFailed, StaleReportDropped, StepDispatched
+from regiment.hierarchy import (
+    Budget,
+    RunCompleted,
+    RunFailed,
+    StaleReportDropped,
+    StepDispatched,
+    Worker,
+)
+from regiment.models import ModelRequest
 
 from ._ray_team import DropWaitingPlanner, holder_team, plan_text
 
@@ -102,3 +112,48 @@ async def test_a_remote_step_the_planner_cut_says_why(probe: tuple[str, object])
     assert isinstance(failed, RunFailed)
     steps = {step.step_id: (step.status, step.error) for step in failed.steps}
     assert steps["s2"] == ("cancelled", "cancelled by the planner: the run is ending")
+
+
+async def test_a_remote_step_that_will_not_stop_gets_its_replica_restarted(
+    probe: tuple[str, object], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool that ignores the cancel held the cancel's wait for 10 s (and the team's
+    stop with it), then went on running on its replica. The wait is the worker's
+    ``cancel_grace``; past it, the replica is killed (Ray restarts it), saying why."""
+    caplog.set_level(logging.WARNING, logger="regiment.ray")
+    name, handle = probe
+
+    def plans(request: ModelRequest) -> str:
+        return plan_text(HOLD) if request.role in ("planner", "replanner") else "held"
+
+    team = holder_team(name, plans, ignores=True, num_cpus=0)
+    holder, local = team.workers
+    assert isinstance(holder, Worker)
+    team = dataclasses.replace(team, workers=[dataclasses.replace(holder, cancel_grace=1.0), local])
+    async with team.start() as running:
+        async with running.stream("hold order 88213") as events:
+            async for event in events:
+                if isinstance(event, StepDispatched):
+                    (pid,) = await handle.wait_started.remote(1)  # type: ignore[attr-defined]
+                    break  # leaving the block cancels the run; the tool ignores it
+        # Its replica's process ends (before the fix: alive until the team stopped).
+        pidfd = os.pidfd_open(pid)  # readable once the process has ended
+        try:
+            with anyio.fail_after(_TOLD):
+                await anyio.wait_readable(pidfd)
+        finally:
+            os.close(pidfd)
+        assert running.active_runs == 0
+        # The next step waits for the replica Ray restarts: not a loss (its retry kept).
+        result = await running.run("hold order 88213")
+        assert result.status == "completed", result
+        assert [(s.step_id, s.status) for s in result.steps] == [("s1", "done")]
+    state = await handle.state.remote()  # type: ignore[attr-defined]
+    assert state["cancelled"] == []  # killed, not ended: its tool's finally never ran
+    lost = [r.getMessage() for r in caplog.records if "died mid-step" in r.getMessage()]
+    assert lost == []
+    said = [r.getMessage() for r in caplog.records if "ignores cancellation" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("worker 'holder': step "), said
+    assert "did not end on its Ray replica 0 within 1 s of its cancel" in said[0], said
+    assert "The replica was killed so that nothing of the step runs on" in said[0], said
