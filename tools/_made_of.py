@@ -1,0 +1,39 @@
+"""What ``@tool`` and ``Tool(...)`` are given: a function, and text for its name and
+description, refused with what to give (``@tool("lookup")`` used to say "tool name
+None is not usable")."""
+
+from __future__ import annotations
+
+from regiment.errors import ConfigError
+
+__all__ = ("check_made_of",)
+
+
+def check_made_of(fn: object, name: object, description: object, *, maker: str) -> None:
+    """Refuse a tool made of something that is no function, or named with no text.
+
+    Args:
+        fn: what was given as the tool's function.
+        name: the ``name=`` given, if any.
+        description: the ``description=`` given, if any.
+        maker: ``"tool()"`` (the decorator) or ``"Tool()"``, for the message.
+
+    Raises:
+        ConfigError: saying what to give instead.
+    """
+    if not callable(fn):
+        got = f"{maker} got the {type(fn).__name__} {fn!r:.100} where the function goes"
+        if isinstance(fn, str):
+            how = f"@tool(name={fn!r})" if maker == "tool()" else f"Tool(fn, name={fn!r})"
+            raise ConfigError(f"{got}; to name the tool, pass name=...: {how}")
+        raise ConfigError(f"{got}; give a function (plain or async) with typed parameters")
+    owner = f"tool {getattr(fn, '__name__', getattr(getattr(fn, 'func', None), '__name__', '?'))!r}"
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(
+            f"{owner}: name must be text (a str), not the {type(name).__name__} {name!r:.100}"
+        )
+    if description is not None and not isinstance(description, str):
+        raise ConfigError(
+            f"{owner}: description must be text (a str), or None for the docstring's, "
+            f"not the {type(description).__name__} {description!r:.100}"
+        )
