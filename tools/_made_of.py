@@ -4,12 +4,15 @@ None is not usable")."""
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from regiment.errors import ConfigError
 
 __all__ = ("check_made_of",)
 
 
-def check_made_of(fn: object, name: object, description: object, *, maker: str) -> None:
+def check_made_of(fn: object, name: object, description: object, *, maker: str) -> Any:
     """Refuse a tool made of something that is no function, or named with no text.
 
     Args:
@@ -17,6 +20,9 @@ def check_made_of(fn: object, name: object, description: object, *, maker: str) 
         name: the ``name=`` given, if any.
         description: the ``description=`` given, if any.
         maker: ``"tool()"`` (the decorator) or ``"Tool()"``, for the message.
+
+    Returns:
+        The function whose name and docstring the tool takes (a partial's own function).
 
     Raises:
         ConfigError: saying what to give instead.
@@ -27,7 +33,8 @@ def check_made_of(fn: object, name: object, description: object, *, maker: str) 
             how = f"@tool(name={fn!r})" if maker == "tool()" else f"Tool(fn, name={fn!r})"
             raise ConfigError(f"{got}; to name the tool, pass name=...: {how}")
         raise ConfigError(f"{got}; give a function (plain or async) with typed parameters")
-    owner = f"tool {getattr(fn, '__name__', getattr(getattr(fn, 'func', None), '__name__', '?'))!r}"
+    target = fn.func if isinstance(fn, functools.partial) else fn
+    owner = f"tool {getattr(target, '__name__', '?')!r}"
     if name is not None and not isinstance(name, str):
         raise ConfigError(
             f"{owner}: name must be text (a str), not the {type(name).__name__} {name!r:.100}"
@@ -37,3 +44,4 @@ def check_made_of(fn: object, name: object, description: object, *, maker: str) 
             f"{owner}: description must be text (a str), or None for the docstring's, "
             f"not the {type(description).__name__} {description!r:.100}"
         )
+    return target

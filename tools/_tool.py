@@ -91,8 +91,7 @@ class Tool(Generic[P, R_co]):
         validator: ArgumentValidator | None = None,
         **options: Unpack[ToolOptions],
     ) -> None:
-        check_made_of(fn, name, description, maker="Tool()")
-        target = fn.func if isinstance(fn, functools.partial) else fn
+        target = check_made_of(fn, name, description, maker="Tool()")
         name = name if name is not None else getattr(target, "__name__", None)
         if name is None or not _NAME.match(name):
             raise ConfigError(
