@@ -223,6 +223,16 @@ def _check_parts(team: Team) -> None:
         raise ConfigError(
             f"{owner}: budget must be a Budget (Budget(model_calls=...)); got {_a(team.budget)}"
         )
+    from regiment.hierarchy._critic import Critic  # here: its module loads with a team's
+    from regiment.hierarchy._memory import Compression
+
+    for part, kind, example in (
+        ("critic", Critic, "Critic(model=...)"),
+        ("compression", Compression, "Compression(context_window=...)"),
+    ):
+        given: object = getattr(team, part)
+        if given is not None and not isinstance(given, kind):
+            raise ConfigError(f"{owner}: {part} must be a {example} or None; got {_a(given)}")
     if not isinstance(team.checks, Mapping) or not all(
         isinstance(name, str) and callable(getattr(check, "run", None))
         for name, check in team.checks.items()

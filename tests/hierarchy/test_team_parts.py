@@ -10,11 +10,16 @@ import pytest
 
 from regiment.errors import ConfigError
 from regiment.hierarchy import Budget, Check, Planner, Team, TeamWorker, Worker
+from regiment.hierarchy.guard import AnswerSubject, Pass, guardrail
 from regiment.models import ScriptedModel
 
 MODEL = ScriptedModel(["unused"])
 PLANNER = Planner(model=MODEL)
 WORKER = Worker(name="w", description="does things", model=MODEL)
+
+
+def _answer_guard(subject: AnswerSubject) -> Pass:
+    return Pass()
 
 
 def _team(**parts: object) -> Callable[[], Team]:
@@ -31,6 +36,14 @@ def _team(**parts: object) -> Callable[[], Team]:
         (_team(planner=MODEL), "team 't': planner must be a Planner(model=...); got the ScriptedModel 'scripted'"),
         (_team(workers=WORKER), "team 't': workers must be a list of workers; got the Worker 'w' (put it in a list: workers=[...])"),
         (_team(workers=["w"]), "team 't': workers[0] must be a Worker or a TeamWorker; got the str 'w'"),
+        (_team(critic=MODEL), "team 't': critic must be a Critic(model=...) or None; got the ScriptedModel 'scripted'"),
+        (_team(compression=MODEL), "team 't': compression must be a Compression(context_window=...) or None; got the ScriptedModel 'scripted'"),
+        # these raised TypeError: 'function' object is not iterable
+        (_team(guardrails=_answer_guard), "team: guardrails must be a list of guardrails; got _answer_guard (put it in a list: guardrails=[_answer_guard])"),
+        (lambda: Worker(name="w", description="d", model=MODEL, guardrails=3), "worker 'w': guardrails must be a list of guardrails; got 3"),  # type: ignore[arg-type]
+        # these were taken, and failed only where the guard was put (or never, unused)
+        (lambda: guardrail("answr"), "guardrail kind must be one of model_request, model_reply, plan, tool_call, tool_result, answer, not 'answr'"),  # type: ignore[arg-type]
+        (lambda: guardrail("answer", on_trip="warn"), "guardrail('answer'): on_trip must be 'fail_step' or 'tell_model', not 'warn'"),  # type: ignore[arg-type]
         # and these ran, with a blank span name or a fractional concurrency
         (_team(name=""), "Team: name must be the team's name (text); got ''"),
         (_team(concurrency=2.5), "team 't': concurrency must be a whole number of at least 1, got 2.5"),
