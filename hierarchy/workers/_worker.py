@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, final
 from opentelemetry.util.types import AttributeValue
 
 from regiment.errors import ConfigError
-from regiment.hierarchy._ranges import InvalidValue, at_least, model_given, seconds
+from regiment.hierarchy._ranges import InvalidValue, at_least, model_given, seconds, settings_given
 from regiment.hierarchy.guard._note import SubjectKind
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.workers._placement import Ray
@@ -182,6 +182,7 @@ class Worker:
         check_worker_name(self.name)
         check_worker_description(self.name, self.description)
         model_given(f"worker '{self.name}'", "model", self.model)
+        settings_given(f"worker '{self.name}'", settings=self.settings)
         if self.on_tool_error not in ("tell_model", "raise"):
             raise ConfigError(
                 f"worker '{self.name}': on_tool_error must be 'tell_model' or 'raise', "
