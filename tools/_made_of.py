@@ -9,7 +9,7 @@ from typing import Any
 
 from regiment.errors import ConfigError
 
-__all__ = ("check_made_of",)
+__all__ = ("check_approver", "check_made_of")
 
 
 def check_made_of(fn: object, name: object, description: object, *, maker: str) -> Any:
@@ -45,3 +45,18 @@ def check_made_of(fn: object, name: object, description: object, *, maker: str) 
             f"not the {type(description).__name__} {description!r:.100}"
         )
     return target
+
+
+def check_approver(toolset: str, approver: object) -> None:
+    """Refuse a tool set's approver that is no function (it was taken, and each call
+    needing approval failed its step: "the approver ... raised TypeError").
+
+    Raises:
+        ConfigError: saying what an approver is.
+    """
+    if approver is not None and not callable(approver):
+        raise ConfigError(
+            f"tool set {toolset!r}: approver must be a function of the ApprovalRequest "
+            "returning Approve(), Deny(reason=...) or EditArguments(arguments=...), "
+            f"or None; got the {type(approver).__name__} {approver!r:.80}"
+        )

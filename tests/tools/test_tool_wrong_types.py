@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from regiment.errors import ConfigError
-from regiment.tools import Tool, tool
+from regiment.tools import Tool, Toolset, tool
 
 
 def lookup(city: str, days: int = 1) -> str:
@@ -108,3 +108,15 @@ def test_options_of_the_right_type_still_make_a_tool() -> None:
     assert made.policy.retries == 2
     assert made.policy.idempotency_key == ("city",)
     assert made("Oslo") == "Oslo"
+
+
+def test_a_toolset_approver_that_is_no_function_is_refused_when_made() -> None:
+    # It was taken, and every call needing approval failed its step with "the approver
+    # of tool 'lookup' raised TypeError: the first argument must be callable".
+    bad: Any = "ask"
+    with pytest.raises(ConfigError) as caught:
+        Toolset("desk", [lookup], approver=bad)
+    assert str(caught.value) == (
+        "tool set 'desk': approver must be a function of the ApprovalRequest returning "
+        "Approve(), Deny(reason=...) or EditArguments(arguments=...), or None; got the str 'ask'"
+    )
