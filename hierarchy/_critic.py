@@ -17,7 +17,7 @@ from typing import final
 
 import msgspec
 
-from regiment.hierarchy._ranges import model_given
+from regiment.hierarchy._ranges import model_given, settings_given
 from regiment.hierarchy._reply_json import json_objects, texts_of
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.models import Model, ModelSettings
@@ -49,6 +49,7 @@ class Critic:
 
     def __post_init__(self) -> None:
         model_given("Critic", "model", self.model, optional=True)
+        settings_given("Critic", settings=self.settings)
         own = as_guardrails(self.guardrails, "critic: ", ("model_request", "model_reply"))
         object.__setattr__(self, "guardrails", own)
 

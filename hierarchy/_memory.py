@@ -16,7 +16,13 @@ from typing import final
 
 import msgspec
 
-from regiment.hierarchy._ranges import InvalidValue, at_least, fraction, model_given
+from regiment.hierarchy._ranges import (
+    InvalidValue,
+    at_least,
+    fraction,
+    model_given,
+    settings_given,
+)
 from regiment.hierarchy._reply_json import json_objects, texts_of
 from regiment.models import Model, ModelSettings
 
@@ -54,6 +60,7 @@ class Compression:
 
     def __post_init__(self) -> None:
         model_given("Compression", "model", self.model, optional=True)
+        settings_given("Compression", settings=self.settings)
         derived = "window_fraction x context_window"
         at_least("Compression", "threshold_tokens", self.threshold_tokens, 1, none_means=derived)
         at_least("Compression", "context_window", self.context_window, 1)

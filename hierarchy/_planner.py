@@ -10,7 +10,7 @@ import msgspec
 
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._prompts import Prompts
-from regiment.hierarchy._ranges import at_least, model_given
+from regiment.hierarchy._ranges import at_least, model_given, part_given, settings_given
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
 from regiment.hierarchy.plan._plan import PlanStep
@@ -69,6 +69,10 @@ class Planner:
         model_given("Planner", "synthesizer_model", self.synthesizer_model, optional=True)
         at_least("Planner", "max_steps", self.max_steps, 1)
         at_least("Planner", "max_plan_attempts", self.max_plan_attempts, 1)
+        part_given("Planner", "prompts", self.prompts, Prompts, "Prompts(...)", optional=False)
+        settings_given(
+            "Planner", settings=self.settings, synthesizer_settings=self.synthesizer_settings
+        )
 
 
 _CUT_OFF = (

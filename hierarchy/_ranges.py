@@ -33,6 +33,8 @@ __all__ = (
     "at_least",
     "fraction",
     "model_given",
+    "part_given",
+    "settings_given",
     "run_concurrency",
     "seconds",
 )
@@ -141,3 +143,28 @@ def model_given(owner: str, field: str, value: object, *, optional: bool = False
         "must be a Model (AnthropicModel(...), OpenAIModel(...), ScriptedModel(...))"
         f"{none}; got {value!r}{hint}",
     )
+
+
+def part_given(
+    owner: str, field: str, value: object, kind: type, example: str, *, optional: bool = True
+) -> None:
+    """``value`` is a ``kind`` (or ``None``): caught when the config is made, not as an
+    ``AttributeError`` at the first call of a run (``settings={"max_tokens": 5}``)."""
+    if (optional and value is None) or isinstance(value, kind):
+        return
+    hint = f" (write {kind.__name__}(**{value!r:.80}))" if isinstance(value, dict) else ""
+    shown = f"{value!r:.80}"
+    raise InvalidValue(
+        owner,
+        field,
+        f"must be a {example}{' or None' if optional else ''}; got the "
+        f"{type(value).__name__} {shown}{hint}",
+    )
+
+
+def settings_given(owner: str, **fields: object) -> None:
+    """Each of ``fields`` is a ``ModelSettings`` or ``None`` (see :func:`part_given`)."""
+    from regiment.models import ModelSettings
+
+    for field, value in fields.items():
+        part_given(owner, field, value, ModelSettings, "ModelSettings(...)")

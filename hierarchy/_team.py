@@ -28,7 +28,13 @@ from regiment.errors import ConfigError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._money import check_money
 from regiment.hierarchy._planner import Planner
-from regiment.hierarchy._ranges import LEASE_TTL, InvalidValue, seconds
+from regiment.hierarchy._ranges import (
+    LEASE_TTL,
+    InvalidValue,
+    part_given,
+    seconds,
+    settings_given,
+)
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.workers._placement import check_pools
 from regiment.hierarchy.workers._worker import Worker
@@ -223,6 +229,21 @@ def _check_parts(team: Team) -> None:
         raise ConfigError(
             f"{owner}: budget must be a Budget (Budget(model_calls=...)); got {_a(team.budget)}"
         )
+    from regiment.hierarchy._critic import Critic  # here: its module loads with a team's
+    from regiment.hierarchy._memory import Compression
+
+    for part, kind, example in (
+        ("critic", Critic, "Critic(model=...)"),
+        ("compression", Compression, "Compression(context_window=...)"),
+    ):
+        given: object = getattr(team, part)
+        if given is not None and not isinstance(given, kind):
+            raise ConfigError(f"{owner}: {part} must be a {example} or None; got {_a(given)}")
+    settings_given(owner, settings=team.settings)
+    if team.telemetry is not None:  # its room loads only for a team that has one
+        from regiment.telemetry import Telemetry
+
+        part_given(owner, "telemetry", team.telemetry, Telemetry, "Telemetry(...)")
     if not isinstance(team.checks, Mapping) or not all(
         isinstance(name, str) and callable(getattr(check, "run", None))
         for name, check in team.checks.items()

@@ -161,8 +161,13 @@ def _check(settings: ModelSettings) -> None:
     _at_least("thinking_budget", settings.thinking_budget, 1024)
     _within("temperature", settings.temperature, 0.0, 2.0, low_open=False)
     _within("top_p", settings.top_p, 0.0, 1.0, low_open=True)
-    timeout = settings.timeout
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+    timeout: object = settings.timeout
+    if timeout is not None and not (
+        isinstance(timeout, (int, float))
+        and not isinstance(timeout, bool)
+        and math.isfinite(timeout)
+        and timeout > 0
+    ):
         raise _BadSetting("timeout", f"must be a number of seconds above 0, got {timeout!r}")
     for stop in settings.stop_sequences or ():
         if not stop:
@@ -192,6 +197,9 @@ def _check(settings: ModelSettings) -> None:
 
 
 def _at_least(name: str, value: int | None, low: int) -> None:
+    given: object = value  # typed, but given by hand: "5" was a TypeError from the `<`
+    if given is not None and (isinstance(given, bool) or not isinstance(given, int)):
+        raise _BadSetting(name, f"must be a whole number, at least {low}, got {given!r}")
     if value is not None and value < low:
         raise _BadSetting(name, f"must be at least {low}, got {value}")
 
@@ -199,6 +207,10 @@ def _at_least(name: str, value: int | None, low: int) -> None:
 def _within(name: str, value: float | None, low: float, high: float, *, low_open: bool) -> None:
     if value is None:
         return
+    given: object = value  # typed, but given by hand: "hot" was a TypeError from the `>=`
+    if isinstance(given, bool) or not isinstance(given, (int, float)):
+        bound = f"above {low:g}" if low_open else f"at least {low:g}"
+        raise _BadSetting(name, f"must be a number {bound} and at most {high:g}, got {given!r}")
     above_low = value > low if low_open else value >= low
     if not (math.isfinite(value) and above_low and value <= high):
         bound = f"above {low:g}" if low_open else f"at least {low:g}"

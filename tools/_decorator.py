@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar, Unpack, overload
 
+from regiment.tools._made_of import check_made_of
 from regiment.tools._policy import ToolOptions
 from regiment.tools._tool import Tool
 
@@ -36,6 +37,7 @@ def tool(
     The result is still callable as the function itself.
     """
     if fn is not None:
+        check_made_of(fn, name, description, maker="tool()")
         return Tool(fn, name=name, description=description, **options)
 
     def decorate(inner: Callable[P, R]) -> Tool[P, R]:

@@ -77,6 +77,7 @@ class ToolPolicy:
     max_result_chars: int | None = None
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.on_tool_error not in (None, *get_args(OnToolError)):
             raise ConfigError(
                 f"on_tool_error must be 'tell_model', 'raise' or None, not {self.on_tool_error!r}"
@@ -115,6 +116,51 @@ class ToolPolicy:
                     f"retry_on takes Exception subclasses, not {kind!r} "
                     "(cancellation and other BaseExceptions are never retried)"
                 )
+
+    def _check_types(self) -> None:
+        """Refuse an option of the wrong type with what to give (``retries="2"`` used to
+        be a ``TypeError`` from a comparison; ``idempotency_key="order_id"`` named each
+        of its letters as a parameter)."""
+        if self.timeout is not None and not _is_number(self.timeout):
+            raise ConfigError(
+                "timeout must be a finite number of seconds > 0, or None for no limit, "
+                f"not {self.timeout!r}"
+            )
+        if not _is_whole(self.retries):
+            raise ConfigError(f"retries must be a whole number, 0 or more, not {self.retries!r}")
+        for option in ("backoff", "max_backoff"):
+            if not _is_number(getattr(self, option)):
+                raise ConfigError(
+                    f"{option} must be a number of seconds, 0 or more, "
+                    f"not {getattr(self, option)!r}"
+                )
+        if self.max_concurrency is not None and not _is_whole(self.max_concurrency):
+            raise ConfigError(
+                "max_concurrency must be a whole number, 1 or more, or None for no limit, "
+                f"not {self.max_concurrency!r}"
+            )
+        retry_on: object = self.retry_on  # typed a tuple, but given by hand
+        if not isinstance(retry_on, (tuple, list)):
+            hint = f" (write retry_on=({retry_on.__name__},))" if isinstance(retry_on, type) else ""
+            raise ConfigError(
+                f"retry_on takes a tuple of Exception subclasses, not {retry_on!r}{hint}"
+            )
+        object.__setattr__(self, "retry_on", tuple(retry_on))
+        key: object = self.idempotency_key
+        if key is None or callable(key):
+            return
+        if isinstance(key, (tuple, list)) and all(isinstance(name, str) for name in key):
+            object.__setattr__(self, "idempotency_key", tuple(key))  # a team file's list
+            return
+        shown = (
+            f"the str {key!r} (write idempotency_key=({key!r},))"
+            if isinstance(key, str)
+            else repr(key)
+        )
+        raise ConfigError(
+            "idempotency_key takes a tuple of parameter names or a function of the "
+            f"arguments, not {shown}"
+        )
 
     def needs_approval(self, arguments: JsonObject, tool_name: str = "") -> bool:
         """Whether a call with these validated arguments must be approved first.
@@ -167,6 +213,14 @@ class ToolOptions(TypedDict, total=False):
     sleep: Callable[[float], Awaitable[None]]
     on_tool_error: OnToolError | None
     max_result_chars: int | None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def result_limit(name: str, chars: object) -> int:

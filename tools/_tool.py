@@ -23,6 +23,7 @@ from regiment.tools._cut import DEFAULT_MAX_RESULT_CHARS, fitted
 from regiment.tools._definition import ToolDefinition
 from regiment.tools._docstring import parse_docstring
 from regiment.tools._idempotency import check_key_names, derive_key
+from regiment.tools._made_of import check_made_of
 from regiment.tools._outcome import (
     error_result,
     no_context,
@@ -90,7 +91,7 @@ class Tool(Generic[P, R_co]):
         validator: ArgumentValidator | None = None,
         **options: Unpack[ToolOptions],
     ) -> None:
-        target = fn.func if isinstance(fn, functools.partial) else fn
+        target = check_made_of(fn, name, description, maker="Tool()")
         name = name if name is not None else getattr(target, "__name__", None)
         if name is None or not _NAME.match(name):
             raise ConfigError(

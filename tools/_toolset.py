@@ -11,6 +11,7 @@ from regiment.tools._approval import Approver
 from regiment.tools._context import RunContext
 from regiment.tools._cut import DEFAULT_MAX_RESULT_CHARS
 from regiment.tools._definition import ToolDefinition
+from regiment.tools._made_of import check_approver
 from regiment.tools._policy import result_limit
 from regiment.tools._result import ToolResult
 from regiment.tools._run import LoopLimiter
@@ -63,6 +64,7 @@ class Toolset:
                 "Toolset('billing', [issue_refund], approver=...)"
             )
         self._max_result_chars = result_limit("max_result_chars", max_result_chars)
+        check_approver(name, approver)
         if max_concurrency is not None and max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be 1 or more, not {max_concurrency!r}")
         self._name = name

@@ -167,6 +167,10 @@ async def _judge(
     if not isinstance(outcome, Pass | Rewrite | Trip):
         wrong = f"returned {type(outcome).__name__}, not Pass, Rewrite or Trip"
         return Trip(wrong), wrong
+    reason: object = outcome.reason if isinstance(outcome, Trip) else ""
+    if not isinstance(reason, str):  # Trip(3) crashed the planner (the len() of its reason)
+        wrong = f"returned Trip({reason!r:.100}), whose reason is not text (a str)"
+        return Trip(wrong), wrong
     return outcome, ""
 
 

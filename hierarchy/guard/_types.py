@@ -197,14 +197,7 @@ class Guardrail:
     _in_thread: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS.values():
-            kinds = ", ".join(KINDS.values())
-            raise ConfigError(f"guardrail kind must be one of {kinds}, not {self.kind!r}")
-        if self.on_trip not in ("fail_step", "tell_model"):
-            raise ConfigError(
-                f"guardrail {self.name or _name(self.check)!r}: on_trip must be "
-                f"'fail_step' or 'tell_model', not {self.on_trip!r}"
-            )
+        _check_options(self.kind, self.on_trip, f"guardrail {self.name or _name(self.check)!r}")
         if not self.name:
             object.__setattr__(self, "name", _name(self.check))
         if self.model is not None and not isinstance(self.model, Model):
@@ -242,10 +235,20 @@ def guardrail(
             "decorator off if its parameter is annotated with a subject type"
         )
 
+    _check_options(kind, on_trip, f"guardrail({kind!r})")  # here, not at its first use
+
     def wrap(check: Check) -> Guardrail:
         return Guardrail(check, kind, name=name, on_trip=on_trip, model=model)
 
     return wrap
+
+
+def _check_options(kind: object, on_trip: object, label: str) -> None:
+    if kind not in KINDS.values():
+        kinds = ", ".join(KINDS.values())
+        raise ConfigError(f"guardrail kind must be one of {kinds}, not {kind!r}")
+    if on_trip not in ("fail_step", "tell_model"):
+        raise ConfigError(f"{label}: on_trip must be 'fail_step' or 'tell_model', not {on_trip!r}")
 
 
 def as_guardrail(value: object, where: str = "") -> Guardrail:
@@ -310,6 +313,15 @@ def as_guardrails(
         ConfigError: ``kinds`` is given and a guard judges another kind of subject:
             none comes where it was put, so it would never run.
     """
+    given: object = values  # what the caller gave, whatever its annotation says
+    if callable(given) or isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        one = isinstance(given, Guardrail) or callable(given)
+        shown = given.name if isinstance(given, Guardrail) else _name(given)
+        hint = f" (put it in a list: guardrails=[{shown}])" if one else ""
+        raise ConfigError(
+            f"{where}guardrails must be a list of guardrails; got {shown if one else repr(given)}"
+            + hint
+        )
     guards = tuple(as_guardrail(value, where) for value in values)
     for guard in guards:
         if kinds and guard.kind not in kinds:

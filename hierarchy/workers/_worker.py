@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, final
 from opentelemetry.util.types import AttributeValue
 
 from regiment.errors import ConfigError
-from regiment.hierarchy._ranges import InvalidValue, at_least, model_given, seconds
+from regiment.hierarchy._ranges import InvalidValue, at_least, model_given, seconds, settings_given
 from regiment.hierarchy.guard._note import SubjectKind
-from regiment.hierarchy.guard._types import GuardLike, as_guardrails
+from regiment.hierarchy.guard._types import GuardLike, Guardrail, as_guardrails
 from regiment.hierarchy.workers._placement import Ray
 from regiment.models import Model, ModelSettings
 from regiment.telemetry import semconv
@@ -182,6 +182,7 @@ class Worker:
         check_worker_name(self.name)
         check_worker_description(self.name, self.description)
         model_given(f"worker '{self.name}'", "model", self.model)
+        settings_given(f"worker '{self.name}'", settings=self.settings)
         if self.on_tool_error not in ("tell_model", "raise"):
             raise ConfigError(
                 f"worker '{self.name}': on_tool_error must be 'tell_model' or 'raise', "
@@ -220,10 +221,7 @@ class Worker:
         tools: tuple[SubjectKind, ...] = ("tool_call", "tool_result")
         own = as_guardrails(self.guardrails, where, ("model_request", "model_reply", *tools))
         object.__setattr__(self, "guardrails", own)
-        per_tool = {
-            tool: as_guardrails(guards, f"{where}tool_guardrails '{tool}': ", tools)
-            for tool, guards in self.tool_guardrails.items()
-        }
+        per_tool = _per_tool(self.tool_guardrails, where, tools)
         object.__setattr__(self, "tool_guardrails", per_tool)
         unknown = sorted(set(per_tool) - set(toolset.names)) if not servers else []
         if unknown:
@@ -267,3 +265,19 @@ def step_limits(worker: Worker, replicas: int = 1) -> StepLimits:
             semconv.GEN_AI_AGENT_DESCRIPTION: worker.description,
         },
     )
+
+
+def _per_tool(
+    given: Mapping[str, Sequence[GuardLike]], where: str, kinds: tuple[SubjectKind, ...]
+) -> dict[str, tuple[Guardrail, ...]]:
+    """A worker's ``tool_guardrails``, each tool's as guardrails (``tool_guardrails=3``
+    was an ``AttributeError``: ``'int' object has no attribute 'items'``)."""
+    if not isinstance(given, Mapping):
+        raise ConfigError(
+            f"{where}tool_guardrails must map tool names to lists of guardrails "
+            f"({{'issue_refund': [cap]}}); got {given!r:.80}"
+        )
+    return {
+        tool: as_guardrails(guards, f"{where}tool_guardrails '{tool}': ", kinds)
+        for tool, guards in given.items()
+    }

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from regiment.errors import GuardrailError
-from regiment.hierarchy import Planner, PlanSubject, Rewrite, Team, Worker
+from regiment.hierarchy import Planner, PlanSubject, Rewrite, Team, Trip, Worker
 from regiment.hierarchy.guard import Outcome
 from regiment.models import ScriptedModel
 
@@ -27,6 +27,10 @@ def returns_none(subject: PlanSubject) -> Outcome:
     return None  # type: ignore[return-value]
 
 
+def trips_with_no_text(subject: PlanSubject) -> Outcome:
+    return Trip(3)  # type: ignore[arg-type]
+
+
 def rewrites_wrong(subject: PlanSubject) -> Outcome:
     return Rewrite("not a plan")
 
@@ -37,6 +41,8 @@ def rewrites_wrong(subject: PlanSubject) -> Outcome:
         (raises, "it raised KeyError: 'no such policy'"),
         (returns_none, "it returned NoneType, not Pass, Rewrite or Trip"),
         (rewrites_wrong, "it rewrote a PlanSubject into a str"),
+        # this crashed the planner: TypeError: object of type 'int' has no len()
+        (trips_with_no_text, "it returned Trip(3), whose reason is not text (a str)"),
     ],
 )
 async def test_a_plan_guard_that_fails_ends_the_run_naming_the_guard(

@@ -9,12 +9,17 @@ from typing import Any
 import pytest
 
 from regiment.errors import ConfigError
-from regiment.hierarchy import Budget, Check, Planner, Team, TeamWorker, Worker
+from regiment.hierarchy import Budget, Check, Compression, Critic, Planner, Team, TeamWorker, Worker
+from regiment.hierarchy.guard import AnswerSubject, Pass, guardrail
 from regiment.models import ScriptedModel
 
 MODEL = ScriptedModel(["unused"])
 PLANNER = Planner(model=MODEL)
 WORKER = Worker(name="w", description="does things", model=MODEL)
+
+
+def _answer_guard(subject: AnswerSubject) -> Pass:
+    return Pass()
 
 
 def _team(**parts: object) -> Callable[[], Team]:
@@ -31,6 +36,23 @@ def _team(**parts: object) -> Callable[[], Team]:
         (_team(planner=MODEL), "team 't': planner must be a Planner(model=...); got the ScriptedModel 'scripted'"),
         (_team(workers=WORKER), "team 't': workers must be a list of workers; got the Worker 'w' (put it in a list: workers=[...])"),
         (_team(workers=["w"]), "team 't': workers[0] must be a Worker or a TeamWorker; got the str 'w'"),
+        (_team(critic=MODEL), "team 't': critic must be a Critic(model=...) or None; got the ScriptedModel 'scripted'"),
+        (_team(compression=MODEL), "team 't': compression must be a Compression(context_window=...) or None; got the ScriptedModel 'scripted'"),
+        # each of these started and failed its first run with an AttributeError
+        (_team(telemetry=3), "team 't': telemetry must be a Telemetry(...) or None; got the int 3"),
+        (_team(settings={"max_tokens": 5}), "team 't': settings must be a ModelSettings(...) or None; got the dict {'max_tokens': 5} (write ModelSettings(**{'max_tokens': 5}))"),
+        (lambda: Planner(model=MODEL, prompts=3), "Planner: prompts must be a Prompts(...); got the int 3"),  # type: ignore[arg-type]
+        (lambda: Planner(model=MODEL, synthesizer_settings=3), "Planner: synthesizer_settings must be a ModelSettings(...) or None; got the int 3"),  # type: ignore[arg-type]
+        (lambda: Worker(name="w", description="d", model=MODEL, settings=3), "worker 'w': settings must be a ModelSettings(...) or None; got the int 3"),  # type: ignore[arg-type]
+        (lambda: Critic(model=MODEL, settings=3), "Critic: settings must be a ModelSettings(...) or None; got the int 3"),  # type: ignore[arg-type]
+        (lambda: Compression(context_window=100, settings=3), "Compression: settings must be a ModelSettings(...) or None; got the int 3"),  # type: ignore[arg-type]
+        # these raised TypeError: 'function' object is not iterable
+        (_team(guardrails=_answer_guard), "team: guardrails must be a list of guardrails; got _answer_guard (put it in a list: guardrails=[_answer_guard])"),
+        (lambda: Worker(name="w", description="d", model=MODEL, guardrails=3), "worker 'w': guardrails must be a list of guardrails; got 3"),  # type: ignore[arg-type]
+        (lambda: Worker(name="w", description="d", model=MODEL, tool_guardrails=3), "worker 'w': tool_guardrails must map tool names to lists of guardrails ({'issue_refund': [cap]}); got 3"),  # type: ignore[arg-type]
+        # these were taken, and failed only where the guard was put (or never, unused)
+        (lambda: guardrail("answr"), "guardrail kind must be one of model_request, model_reply, plan, tool_call, tool_result, answer, not 'answr'"),  # type: ignore[arg-type]
+        (lambda: guardrail("answer", on_trip="warn"), "guardrail('answer'): on_trip must be 'fail_step' or 'tell_model', not 'warn'"),  # type: ignore[arg-type]
         # and these ran, with a blank span name or a fractional concurrency
         (_team(name=""), "Team: name must be the team's name (text); got ''"),
         (_team(concurrency=2.5), "team 't': concurrency must be a whole number of at least 1, got 2.5"),

@@ -37,6 +37,18 @@ from regiment.models import (
         ({"extra": {"model": "x", "stream": False}}, "may not give 'model', 'stream'"),
         ({"extra": {"tools": {"type": "web_search_20250305"}}}, "a list of tool objects"),
         ({"extra": {"tools": ["web_search"]}}, "a list of tool objects"),
+        # values of the wrong type: each was a TypeError from a comparison
+        (
+            {"temperature": "hot"},
+            "'temperature' must be a number at least 0 and at most 2, got 'hot'",
+        ),
+        ({"top_p": "1"}, "'top_p' must be a number above 0 and at most 1, got '1'"),
+        ({"max_tokens": "5"}, "'max_tokens' must be a whole number, at least 1, got '5'"),
+        (
+            {"thinking_budget": 2048.5},
+            "'thinking_budget' must be a whole number, at least 1024, got 2048.5",
+        ),
+        ({"timeout": "5"}, "'timeout' must be a number of seconds above 0, got '5'"),
     ],
 )
 def test_out_of_range_settings_are_refused(fields: dict[str, object], message: str) -> None:
