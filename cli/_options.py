@@ -34,18 +34,25 @@ def run_options(
     # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
     from regiment.cli._run import RunOptions
 
-    session = session_of(args)  # a usage error before the model's note
+    # Every usage error before the model's note: one line, the error's alone.
+    session = session_of(args)
+    resume = getattr(args, "run_id", None)
+    goal: str = getattr(args, "goal", "")
+    if resume is None:
+        from regiment.hierarchy import check_goal  # loaded already: the team file was read
+
+        check_goal(goal, session)  # what the run would refuse once started
     journal = journal_spec(args, environ)
     flag = "" if journal is None else journal_flag(journal, environ)
+    events_file = _events_file(args.events_file, config, args.team_file, journal)
     ask = _asker(args, stdin, stderr, flag, journaled=journal is not None)
-    resume = getattr(args, "run_id", None)
     return RunOptions(
         team_file=args.team_file,
-        goal=getattr(args, "goal", ""),
+        goal=goal,
         model=choose_model(config, args.team_file, args.model, environ, stderr),
         trace=args.trace,
         events_jsonl=args.events == "jsonl",
-        events_file=_events_file(args.events_file, config, args.team_file, journal),
+        events_file=events_file,
         live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
         journal=journal,
         journal_flag=flag,
