@@ -25,7 +25,7 @@ from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team, trace_replicas
 from regiment.errors import ConfigError, ToolError
-from regiment.hierarchy import OpenEnds, RunningTeam, RunResult, Team, Worker
+from regiment.hierarchy import JournaledEvents, OpenEnds, RunningTeam, RunResult, Team, Worker
 from regiment.hierarchy import events as ev
 from regiment.journal import Journal, TeamFile
 from regiment.models import Model
@@ -152,7 +152,10 @@ async def drive(
         try:
             journal = await _open_journal(options)  # after the build: no stray .regiment/
             ending = _Ending(AnswerOut(None, stdout))  # streamed only with a plain view
-            with event_sink(options.events_jsonl, options.events_file, ending.answer) as sink:
+            resumed = await _resumed(journal, options)
+            with event_sink(
+                options.events_jsonl, options.events_file, ending.answer, resumed
+            ) as sink:
                 progress = RunProgress()
                 view = _view(options, progress, stderr, tracing.meter)
                 if options.prints_answer and isinstance(view, PlainView):
@@ -169,6 +172,13 @@ async def drive(
     outcome = _report(ending, progress, options, tracing, stdout, stderr)
     words.summary = None  # the run's own last line is out
     return outcome
+
+
+async def _resumed(journal: Journal | None, options: RunOptions) -> JournaledEvents | None:
+    """The journaled events of the run resumed, which its events file gets (see event_sink)."""
+    if journal is None or options.resume is None or options.events_file is None:
+        return None
+    return await JournaledEvents.read(journal, options.resume)
 
 
 async def _open_journal(options: RunOptions) -> Journal | None:
