@@ -16,8 +16,21 @@ from regiment.hierarchy import events as ev
 
 if TYPE_CHECKING:
     from regiment.hierarchy import JournaledEvents, OpenEnds, RunEvents
+    from regiment.journal import Journal
 
-__all__ = ("event_sink", "interrupted_ending")
+__all__ = ("event_sink", "interrupted_ending", "resumed_events")
+
+
+async def resumed_events(
+    journal: Journal | None, resume: str | None, events_file: str | None
+) -> JournaledEvents | None:
+    """The journaled events of the run ``resume`` goes on with, which its events file gets
+    (see ``event_sink``); ``None`` for a new run, or events not written to a file."""
+    if journal is None or resume is None or events_file is None:
+        return None
+    from regiment.hierarchy import JournaledEvents
+
+    return await JournaledEvents.read(journal, resume)
 
 
 @contextmanager

@@ -46,10 +46,11 @@ def run_options(
     flag = "" if journal is None else journal_flag(journal, environ)
     events_file = _events_file(args.events_file, config, args.team_file, journal)
     ask = _asker(args, stdin, stderr, flag, journaled=journal is not None)
+    notes: list[str] = []  # said as the run starts, after any usage error of the team's build
     return RunOptions(
         team_file=args.team_file,
         goal=goal,
-        model=choose_model(config, args.team_file, args.model, environ, stderr),
+        model=choose_model(config, args.team_file, args.model, environ, stderr, notes),
         trace=args.trace,
         events_jsonl=args.events == "jsonl",
         events_file=events_file,
@@ -63,6 +64,7 @@ def run_options(
         events_deltas=args.events_deltas,
         ask=ask,
         source=team_file_of(args.team_file, args.app_dir) if resume is None else None,
+        note="\n".join(notes),
     )
 
 
@@ -129,9 +131,11 @@ def choose_model(
     option: str | None,
     environ: Mapping[str, str],
     stderr: TextIO,
+    notes: list[str] | None = None,
 ) -> str | None:
     """``--model`` if given; the files' brains when the tree wants a provider whose
-    API key is not set (Claude, OpenAI).
+    API key is not set (Claude, OpenAI), saying so on ``stderr`` (or adding the line
+    to ``notes``, for the caller to say once nothing can refuse the command).
 
     The fallback needs a brain in every file of the tree (nested team files
     included), since ``scripted`` makes each file answer with its own.
@@ -145,10 +149,13 @@ def choose_model(
     missing = [key for name, key in _API_KEYS.items() if name in wanted and not environ.get(key)]
     if missing and all(c.brain for _, c in files):
         brains = ", ".join(f"{name}: {c.brain}" for name, c in files)
-        print(
+        note = (
             f"regiment: no {' or '.join(missing)} and no --model, so running offline on the "
-            f"team's scripted brain ({brains})",
-            file=stderr,
+            f"team's scripted brain ({brains})"
         )
+        if notes is None:
+            print(note, file=stderr)
+        else:
+            notes.append(note)
         return "scripted"
     return None

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from regiment.cli._answer import AnswerOut, empty_answer_note, say_unwritten
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._codes import ended_early
-from regiment.cli._events_out import event_sink, interrupted_ending
+from regiment.cli._events_out import event_sink, interrupted_ending, resumed_events
 from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal, said
 from regiment.cli._progress import RunProgress, TokenMeter
@@ -25,7 +25,7 @@ from regiment.cli._trace_report import RootTraceId, report_trace
 from regiment.cli._view import PlainView, ProgressView
 from regiment.config import TeamConfig, build_team, trace_replicas
 from regiment.errors import ConfigError, ToolError
-from regiment.hierarchy import JournaledEvents, OpenEnds, RunningTeam, RunResult, Team, Worker
+from regiment.hierarchy import OpenEnds, RunningTeam, RunResult, Team, Worker
 from regiment.hierarchy import events as ev
 from regiment.journal import Journal, TeamFile
 from regiment.models import Model
@@ -61,6 +61,7 @@ class RunOptions:
     source: TeamFile | None = None  # journaled with a new run, for `regiment resume RUN_ID`
     journal_flag: str = ""  # what a command the output suggests adds: ` --journal J`
     journal_source: str = "--journal"  # where `journal` came from (`journal_source`)
+    note: str = ""  # the model's note (running offline), said as the run starts
 
     @property
     def prints_answer(self) -> bool:
@@ -152,10 +153,12 @@ async def drive(
         try:
             journal = await _open_journal(options)  # after the build: no stray .regiment/
             ending = _Ending(AnswerOut(None, stdout))  # streamed only with a plain view
-            resumed = await _resumed(journal, options)
+            resumed = await resumed_events(journal, options.resume, options.events_file)
             with event_sink(
                 options.events_jsonl, options.events_file, ending.answer, resumed
             ) as sink:
+                if options.note:  # the run starts: every usage error would have come first
+                    print(options.note, file=stderr, flush=True)
                 progress = RunProgress()
                 view = _view(options, progress, stderr, tracing.meter)
                 if options.prints_answer and isinstance(view, PlainView):
@@ -172,13 +175,6 @@ async def drive(
     outcome = _report(ending, progress, options, tracing, stdout, stderr)
     words.summary = None  # the run's own last line is out
     return outcome
-
-
-async def _resumed(journal: Journal | None, options: RunOptions) -> JournaledEvents | None:
-    """The journaled events of the run resumed, which its events file gets (see event_sink)."""
-    if journal is None or options.resume is None or options.events_file is None:
-        return None
-    return await JournaledEvents.read(journal, options.resume)
 
 
 async def _open_journal(options: RunOptions) -> Journal | None:

@@ -42,6 +42,14 @@ def test_a_usage_error_is_the_only_output(argv: list[str], line: str, tmp_path: 
     assert not (tmp_path / ".regiment").exists()  # no journal made for a run that never was
 
 
+def test_a_team_that_cannot_be_built_is_the_only_output(tmp_path: Path) -> None:
+    # No --app-dir, run from elsewhere: the team's tools cannot be imported, so no run starts.
+    done = regiment_process("run", REFUND, "go", "--no-journal", cwd=tmp_path, env=NO_KEYS)
+    assert done.returncode == 2, done.stderr
+    (only,) = done.stderr.splitlines()
+    assert only.startswith(f"regiment: error: {REFUND}:18: workers[0].tools[0]: cannot import")
+
+
 def test_a_run_that_starts_still_says_it_runs_offline(tmp_path: Path) -> None:
     goal = "For order 88213 check refund eligibility"
     done = regiment_process(
