@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
@@ -13,21 +15,39 @@ from regiment.errors import ConfigError
 from regiment.hierarchy import events as ev
 
 if TYPE_CHECKING:
-    from regiment.hierarchy import OpenEnds, RunEvents
+    from regiment.hierarchy import JournaledEvents, OpenEnds, RunEvents
+    from regiment.journal import Journal
 
-__all__ = ("event_sink", "interrupted_ending")
+__all__ = ("event_sink", "interrupted_ending", "resumed_events")
+
+
+async def resumed_events(
+    journal: Journal | None, resume: str | None, events_file: str | None
+) -> JournaledEvents | None:
+    """The journaled events of the run ``resume`` goes on with, which its events file gets
+    (see ``event_sink``); ``None`` for a new run, or events not written to a file."""
+    if journal is None or resume is None or events_file is None:
+        return None
+    from regiment.hierarchy import JournaledEvents
+
+    return await JournaledEvents.read(journal, resume)
 
 
 @contextmanager
 def event_sink(
-    jsonl: bool, path: str | None, out: AnswerOut
+    jsonl: bool, path: str | None, out: AnswerOut, resumed: JournaledEvents | None = None
 ) -> Iterator[Callable[[ev.Event], None]]:
     """Where ``--events jsonl`` lines go: ``path`` (``--events-file``), else stdout
     (``out.out``); nowhere without ``jsonl``.
 
     On stdout they go as the answer would: a write that fails (a stdout the command was
     started without, ``>&-``; a full disk) is kept in ``out.failed``, the run goes on to
-    its end, and the command then says the events are not out and exits 1."""
+    its end, and the command then says the events are not out and exits 1.
+
+    ``resumed``: the journaled events of the run ``regiment resume`` goes on with. The file
+    then holds the whole run once, in order: it is added to, not overwritten (the first
+    part's events, its pause's too, were lost), with the journaled events it does not hold
+    yet (all of them, in a new file), then the resumed run's events that are not replays."""
     if not jsonl:
         yield lambda event: None
         return
@@ -39,11 +59,52 @@ def event_sink(
     if not path.strip():
         raise ConfigError("--events-file is blank; give the file to write the events to")
     try:
-        file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+        held = 0 if resumed is None else _held(path, resumed.run_id)
+        file = open(path, "w" if resumed is None else "a", encoding="utf-8")  # noqa: SIM115
     except OSError as exc:
         raise ConfigError(f"--events-file: cannot write {path}: {exc}") from exc
     with file:
-        yield _jsonl_writer(file, encoder)
+        write = _jsonl_writer(file, encoder)
+        if resumed is None:
+            yield write
+            return
+        for event in resumed.events[held:]:
+            write(event)
+        yield lambda event: None if resumed.is_replay(event) else write(event)
+
+
+# The events a journal does not keep (see regiment.hierarchy.events): the rest are its own.
+_LIVE = frozenset({"TextDelta", "ToolCallStarted", "ToolCallFinished"})
+
+
+def _held(path: str, run_id: str) -> int:
+    """How many of run ``run_id``'s journaled events the events file ``path`` holds (0:
+    no file, an empty one, or no regular file: a pipe). A last line cut short (its process
+    died as it wrote) is cut off; a file of something else is a usage error, not lost."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return 0
+        with open(path, "rb") as file:
+            text = file.read()
+    except FileNotFoundError:
+        return 0
+    if not text.endswith(b"\n"):
+        text = text[: text.rfind(b"\n") + 1]
+        os.truncate(path, len(text))
+    types = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            event = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            event = None
+        if not isinstance(event, dict) or (number == 1 and event.get("run_id") != run_id):
+            raise ConfigError(
+                f"--events-file {path}: line {number} is not an event of run {run_id}, "
+                "whose events regiment resume adds to the file: give another file (or a "
+                "new one: it gets the whole run), or move this one away"
+            )
+        types.append(event.get("type"))
+    return sum(1 for kind in types if kind not in _LIVE)
 
 
 def _jsonl_writer(stream: TextIO, encoder: msgspec.json.Encoder) -> Callable[[ev.Event], None]:

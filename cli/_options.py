@@ -34,18 +34,26 @@ def run_options(
     # `run` alone needs the OpenTelemetry SDK (its trace report); validate stays lean.
     from regiment.cli._run import RunOptions
 
-    session = session_of(args)  # a usage error before the model's note
+    # Every usage error before the model's note: one line, the error's alone.
+    session = session_of(args)
+    resume = getattr(args, "run_id", None)
+    goal: str = getattr(args, "goal", "")
+    if resume is None:
+        from regiment.hierarchy import check_goal  # loaded already: the team file was read
+
+        check_goal(goal, session)  # what the run would refuse once started
     journal = journal_spec(args, environ)
     flag = "" if journal is None else journal_flag(journal, environ)
+    events_file = _events_file(args.events_file, config, args.team_file, journal)
     ask = _asker(args, stdin, stderr, flag, journaled=journal is not None)
-    resume = getattr(args, "run_id", None)
+    notes: list[str] = []  # said as the run starts, after any usage error of the team's build
     return RunOptions(
         team_file=args.team_file,
-        goal=getattr(args, "goal", ""),
-        model=choose_model(config, args.team_file, args.model, environ, stderr),
+        goal=goal,
+        model=choose_model(config, args.team_file, args.model, environ, stderr, notes),
         trace=args.trace,
         events_jsonl=args.events == "jsonl",
-        events_file=_events_file(args.events_file, config, args.team_file, journal),
+        events_file=events_file,
         live=not args.plain and stderr.isatty() and not args.verbose and ask is None,
         journal=journal,
         journal_flag=flag,
@@ -56,6 +64,7 @@ def run_options(
         events_deltas=args.events_deltas,
         ask=ask,
         source=team_file_of(args.team_file, args.app_dir) if resume is None else None,
+        note="\n".join(notes),
     )
 
 
@@ -122,9 +131,11 @@ def choose_model(
     option: str | None,
     environ: Mapping[str, str],
     stderr: TextIO,
+    notes: list[str] | None = None,
 ) -> str | None:
     """``--model`` if given; the files' brains when the tree wants a provider whose
-    API key is not set (Claude, OpenAI).
+    API key is not set (Claude, OpenAI), saying so on ``stderr`` (or adding the line
+    to ``notes``, for the caller to say once nothing can refuse the command).
 
     The fallback needs a brain in every file of the tree (nested team files
     included), since ``scripted`` makes each file answer with its own.
@@ -138,10 +149,13 @@ def choose_model(
     missing = [key for name, key in _API_KEYS.items() if name in wanted and not environ.get(key)]
     if missing and all(c.brain for _, c in files):
         brains = ", ".join(f"{name}: {c.brain}" for name, c in files)
-        print(
+        note = (
             f"regiment: no {' or '.join(missing)} and no --model, so running offline on the "
-            f"team's scripted brain ({brains})",
-            file=stderr,
+            f"team's scripted brain ({brains})"
         )
+        if notes is None:
+            print(note, file=stderr)
+        else:
+            notes.append(note)
         return "scripted"
     return None

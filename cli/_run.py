@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from regiment.cli._answer import AnswerOut, empty_answer_note, say_unwritten
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._codes import ended_early
-from regiment.cli._events_out import event_sink, interrupted_ending
+from regiment.cli._events_out import event_sink, interrupted_ending, resumed_events
 from regiment.cli._exit import LastWords
 from regiment.cli._journal_cmds import journal_exists, open_cli_journal, said
 from regiment.cli._progress import RunProgress, TokenMeter
@@ -61,6 +61,7 @@ class RunOptions:
     source: TeamFile | None = None  # journaled with a new run, for `regiment resume RUN_ID`
     journal_flag: str = ""  # what a command the output suggests adds: ` --journal J`
     journal_source: str = "--journal"  # where `journal` came from (`journal_source`)
+    note: str = ""  # the model's note (running offline), said as the run starts
 
     @property
     def prints_answer(self) -> bool:
@@ -152,7 +153,12 @@ async def drive(
         try:
             journal = await _open_journal(options)  # after the build: no stray .regiment/
             ending = _Ending(AnswerOut(None, stdout))  # streamed only with a plain view
-            with event_sink(options.events_jsonl, options.events_file, ending.answer) as sink:
+            resumed = await resumed_events(journal, options.resume, options.events_file)
+            with event_sink(
+                options.events_jsonl, options.events_file, ending.answer, resumed
+            ) as sink:
+                if options.note:  # the run starts: every usage error would have come first
+                    print(options.note, file=stderr, flush=True)
                 progress = RunProgress()
                 view = _view(options, progress, stderr, tracing.meter)
                 if options.prints_answer and isinstance(view, PlainView):

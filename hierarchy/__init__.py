@@ -41,6 +41,7 @@ __all__ = (
     "event_from_json",
     "result_from_json",
     "stopped_resumably",
+    "check_goal",
     "to_json",
     "AssignStep",
     "Budget",
@@ -102,6 +103,7 @@ _LAZY = LazyNames(
         "regiment.hierarchy._replay": ("JournaledEvents",),
         "regiment.hierarchy._open_ends": ("OpenEnds",),
         "regiment.hierarchy._resumable": ("stopped_resumably",),
+        "regiment.hierarchy._goal": ("check_goal",),
         "regiment.hierarchy._budget": (
             "Budget",
             "BudgetLimit",
@@ -181,6 +183,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._budget import Budget, BudgetLimit, OnExhausted
     from regiment.hierarchy._checks import Check, CheckOutcome
     from regiment.hierarchy._critic import Critic, Verdict, parse_verdict
+    from regiment.hierarchy._goal import check_goal
     from regiment.hierarchy._json_io import event_from_json, result_from_json, to_json
     from regiment.hierarchy._log_context import RunContextFilter
     from regiment.hierarchy._memory import Compression, WorkingMemory, parse_memory

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import logging
 import signal
@@ -77,7 +78,8 @@ async def serve_command(
     Raises:
         ConfigError: a public host without a token; ``--keep-runs`` below 1;
             ``--lease-ttl`` without ``--journal``; no ``stop`` outside the main
-            thread; the server could not start (its address taken, say: uvicorn logs why).
+            thread; the server could not start (a host that is not this machine's, a
+            port in use: ``refusal`` says which).
         JournalError: the journal cannot be opened (before anything is served).
     """
     if stop is not None:
@@ -149,12 +151,46 @@ async def _serve(
             with anyio.CancelScope(shield=True):
                 await journal.close()
     if refused is not None:
+        why = refusal(options.host, options.port)  # nothing is served: it may block
         raise ConfigError(
-            f"could not serve on {options.host}:{options.port} (uvicorn exited {refused}; "
-            "its log above says why, an address in use say): pick another --port, or stop "
-            "what holds it"
+            why
+            or (
+                f"could not serve on {options.host}:{options.port} (uvicorn exited {refused}; "
+                "its log above says why): check --host and --port"
+            )
         )
     return 0
+
+
+def refusal(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on, in words that say what to do: a host that
+    does not resolve or is not an address of this machine is the host's fault, an address
+    in use the port's. ``None`` when it can be listened on now (nothing to say but the log)."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        return _bad_host(host, getattr(exc, "strerror", None) or str(exc))
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                if exc.errno == errno.EADDRINUSE:
+                    return (
+                        f"could not serve on {host}:{port} ({reason}): pick another --port "
+                        "(0 takes a free one), or stop what holds it"
+                    )
+                return _bad_host(host, reason)
+    return None
+
+
+def _bad_host(host: str, reason: str) -> str:
+    return (
+        f"cannot listen on host {host!r}: {reason}; give an address of this machine, "
+        "e.g. 127.0.0.1 or 0.0.0.0"
+    )
 
 
 def _checked(options: ServeOptions, environ: Mapping[str, str]) -> tuple[str | None, RunStore]:
