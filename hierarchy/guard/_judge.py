@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeAlias, final
 
 from anyio import get_cancelled_exc_class
-from opentelemetry import trace
 
 from regiment.errors import BudgetExceeded, ModelError
 from regiment.hierarchy._allowance import Rates
@@ -41,7 +40,6 @@ from regiment.models import (
     reply_tokens,
 )
 from regiment.telemetry import Telemetry
-from regiment.telemetry import semconv as sc
 
 __all__ = (
     "JudgeCall",
@@ -93,9 +91,6 @@ def unpriced_judge(warned: set[tuple[str, str]], call: JudgeCall) -> None:
         call.model,
         extra={"guardrail": call.guard},
     )
-
-
-_CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
 
 
 @final
@@ -257,7 +252,8 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     Outside a guardrail it is a plain, untraced call.
 
     A call that fails having spent tokens (a refused reply, ``ModelRefused``; a
-    stream that broke) is charged all the same, and its error passes on.
+    stream that broke) is charged all the same, and its error passes on; it is
+    journaled too, and a resumed run raises it to the guard again.
 
     Raises:
         BudgetExceeded: the budget has nothing left for the call; the model is not
@@ -268,13 +264,7 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
         return await model.complete(request)
     tape = _TAPE.get()
     key = None if tape is None else tape.key(request)
-    if tape is not None and key is not None and (replayed := tape.replayed(key)) is not None:
-        if spend.telemetry.tracing:  # no chat span (the model is not asked): the guard's says so
-            trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
-        if (failed := tape.failed(key, replayed)) is not None:  # raised again, charged again
-            charge_failed(spend.responses, failed)
-            raise failed
-        spend.responses.append(replayed)  # charged again: the resumed budget counts it
+    if tape is not None and key is not None and (replayed := tape.again(key, spend)) is not None:
         return replayed
     caller = ModelCaller(model, "guardrail", spend.telemetry)
     price = caller.price

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, final
 
 import msgspec
+from opentelemetry import trace
 
 from regiment.errors import (
     ModelAPIError,
@@ -19,16 +20,19 @@ from regiment.errors import (
 )
 from regiment.journal import ModelCallFinished
 from regiment.models import ModelRequest, ModelResponse, Usage
+from regiment.telemetry import semconv as sc
 
 if TYPE_CHECKING:
     from regiment._json import JsonObject
     from regiment.hierarchy._model_call import ModelCaller
+    from regiment.hierarchy.guard._judge import Spend
 
 __all__ = ("JudgeTape", "charge_failed", "failure", "failed_reply", "raised_again")
 
 _KINDS: dict[str, type[ModelError]] = {
     c.__name__: c for c in (ModelAPIError, ModelConnectionError, ModelRefused, ScriptExhausted)
 }
+_CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
 
 
 def failed_reply(usage: Usage) -> ModelResponse:
@@ -97,8 +101,19 @@ class JudgeTape:
         n = self._seen[digest] = self._seen.get(digest, 0) + 1
         return f"{self._prefix}guard/{digest}/{n}"
 
-    def replayed(self, key: str) -> ModelResponse | None:
-        return self._responses.get(key)
+    def again(self, key: str, spend: Spend) -> ModelResponse | None:
+        """The reply journaled for the call ``key`` before a resume, if any, charged again
+        to ``spend`` (the resumed budget counts it); a failed call's error is raised again.
+        """
+        if (replayed := self._responses.get(key)) is None:
+            return None
+        if spend.telemetry.tracing:  # no chat span (the model is not asked): the guard's says so
+            trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
+        if (failed := self.failed(key, replayed)) is not None:
+            charge_failed(spend.responses, failed)
+            raise failed
+        spend.responses.append(replayed)
+        return replayed
 
     def failed(self, key: str, response: ModelResponse) -> ModelError | None:
         """The error the call ``key`` (replayed as ``response``) failed with, if it did."""
