@@ -22,7 +22,7 @@ import anyio
 from regiment import Budget, Planner, Price, ScriptedModel, Team, Worker, tool
 from regiment.errors import ModelRefused
 from regiment.hierarchy import RunStarted
-from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge
+from regiment.hierarchy.guard import Outcome, Pass, PlanSubject, ReplySubject, judge
 from regiment.models import (
     Message,
     ModelRequest,
@@ -58,9 +58,12 @@ def _reply(request: ModelRequest) -> str | ModelResponse:
     return "done"
 
 
-def make_team(asked: list[str], verdicts: list[str], *, hang: bool = False) -> Team:
+def make_team(
+    asked: list[str], verdicts: list[str], *, hang: bool = False, plan_guard: bool = False
+) -> Team:
     """The team; ``asked``: a line per question the judge model got; ``verdicts``: what
-    each judge call came to, as the guard saw it (the refusal's reported cost)."""
+    each judge call came to, as the guard saw it (the refusal's reported cost);
+    ``plan_guard``: the plan has a guard too, asking the same judge."""
 
     @tool(requires_approval=not hang)
     async def refund(order: str) -> str:
@@ -76,14 +79,20 @@ def make_team(asked: list[str], verdicts: list[str], *, hang: bool = False) -> T
 
     refuser = ScriptedModel(refusing, price=PRICE)
 
-    async def careful(subject: ReplySubject) -> Outcome:
+    async def asked_of(what: str) -> Outcome:
         try:
-            await judge(refuser, ModelRequest(messages=(Message.user(f"fine? {subject.worker}"),)))
-        except ModelRefused as exc:  # the guard lets a reply its judge would not judge pass
-            verdicts.append(f"{subject.worker}: refused, {exc.model_calls} calls, {exc.usage}")
+            await judge(refuser, ModelRequest(messages=(Message.user(f"fine? {what}"),)))
+        except ModelRefused as exc:  # the guard lets what its judge would not judge pass
+            verdicts.append(f"{what}: refused, {exc.model_calls} calls, {exc.usage}")
         else:
-            verdicts.append(f"{subject.worker}: answered")
+            verdicts.append(f"{what}: answered")
         return Pass()
+
+    async def careful(subject: ReplySubject) -> Outcome:
+        return await asked_of(str(subject.worker))
+
+    async def planned(subject: PlanSubject) -> Outcome:
+        return await asked_of("the plan")
 
     model = ScriptedModel(_reply, price=PRICE)
     drafting = ScriptedModel(lambda request: "done", price=PRICE)
@@ -100,6 +109,7 @@ def make_team(asked: list[str], verdicts: list[str], *, hang: bool = False) -> T
                 guardrails=[careful],
             ),
         ],
+        guardrails=[planned] if plan_guard else [],
         budget=Budget(usd=1.0),
     )
 

@@ -131,3 +131,37 @@ async def test_a_stalled_run_cancelled_counts_a_refused_judge_once(
     replies = sum((r.response.usage for r in records if isinstance(r, ModelCallFinished)), Usage())
     assert ended.usage == replies
     assert sum((r.response.usage for r in judged), Usage()) == team_of.REFUSAL + team_of.REFUSAL
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
+async def test_a_plan_guards_refused_judge_is_replayed_on_resume(
+    anyio_backend: str,
+    kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment")
+    where = _where(kind, tmp_path, request)
+    asked: list[str] = []
+    verdicts: list[str] = []
+    team = team_of.make_team(asked, verdicts, plan_guard=True)
+    journal = await open_journal(where)
+    try:
+        async with team.start(journal=journal) as running:
+            paused = await running.run(team_of.GOAL)
+            (pending,) = paused.pending_approvals
+            await running.approve(pending.request_id, Approve())
+            resumed = await running.resume(paused.run_id)
+        records = [e.record for e in await journal.read(paused.run_id)]
+    finally:
+        await journal.close()
+    # The plan's judge is asked once: the resume replays its refusal to the plan's guard.
+    assert asked.count("fine? the plan") == 1
+    assert verdicts.count(f"the plan: {REFUSED}") == 2
+    assert resumed.status == "completed"
+    _no_call_in_flight(caplog)
+    assert resumed.estimated_usage == Usage()
+    assert resumed.model_calls == paused.model_calls + 2 + team_of.REFUSAL_CALLS
+    (planned,) = [r for r in _closed(records) if r.call_key.startswith("run/guard/")]
+    assert planned.failed == {"error": "ModelRefused", "message": "refused"}
