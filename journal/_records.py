@@ -212,12 +212,18 @@ class ModelCallFinished(
         unpaid: a synthesis answer (empty, or not valid) that the run's budget could not
             pay to ask again for, so the run ended on that limit: the engine's
             ``{"limit": ..., "why": ...}``; ``None`` otherwise, and in older journals.
+        failed: a guard's judge call that failed (a refused reply, a broken stream):
+            ``{"error": <its ModelError class>, "message": ...}``; ``response`` holds
+            what it reported spending, over ``calls`` (0: it reported nothing). It closes
+            the call's intent, and a resume raises the same error to the guard again
+            rather than asking; ``None`` otherwise, and in older journals.
     """
 
     call_key: str
     response: ModelResponse
     calls: int = 1
     unpaid: JsonObject | None = None
+    failed: JsonObject | None = None
 
 
 class EventRecorded(_Base, frozen=True, kw_only=True, tag="event"):

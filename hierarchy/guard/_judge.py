@@ -6,14 +6,12 @@ resumed run replays a judge's reply instead of asking, and paying, again)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeAlias, final
 
-import msgspec
 from anyio import get_cancelled_exc_class
-from opentelemetry import trace
 
 from regiment.errors import BudgetExceeded, ModelError
 from regiment.hierarchy._allowance import Rates
@@ -31,6 +29,7 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._nested_afford import waited
 from regiment.hierarchy._spent import Spent
 from regiment.hierarchy._top_up import TopUps, afford
+from regiment.hierarchy.guard._tape import JudgeTape, charge_failed, failure
 from regiment.models import (
     Model,
     ModelRequest,
@@ -41,7 +40,6 @@ from regiment.models import (
     reply_tokens,
 )
 from regiment.telemetry import Telemetry
-from regiment.telemetry import semconv as sc
 
 __all__ = (
     "JudgeCall",
@@ -93,54 +91,6 @@ def unpriced_judge(warned: set[tuple[str, str]], call: JudgeCall) -> None:
         call.model,
         extra={"guardrail": call.guard},
     )
-
-
-_CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
-
-
-@final
-class JudgeTape:
-    """Where the judge calls of one step (or of the planner side of one run) are
-    journaled, and replayed from on a resume.
-
-    A call's key is ``{prefix}guard/{digest}/{n}``: the digest of the request the guard
-    made, and which time that request was made in this scope. So a resumed run's judge
-    gets the reply its question had before the crash, whatever order concurrent guards
-    ask in, and a question never asked before goes to the model.
-    """
-
-    __slots__ = ("_begin", "_prefix", "_responses", "_seen", "_write")
-
-    def __init__(
-        self,
-        prefix: str,
-        responses: Mapping[str, ModelResponse],
-        write: Callable[[str, ModelResponse], Awaitable[None]],
-        begin: Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]] | None = None,
-    ) -> None:
-        self._prefix = prefix
-        self._responses = responses  # the resumed run's journaled replies (empty: a new run)
-        self._write = write
-        self._begin = begin  # journals a call's intent (key, role) before it is sent
-        self._seen: dict[str, int] = {}
-
-    def key(self, request: ModelRequest) -> str:
-        """The key of the next judge call made with ``request``."""
-        import hashlib  # here: a run with no judge never loads it (it loads OpenSSL)
-
-        digest = hashlib.sha256(msgspec.json.encode(request)).hexdigest()[:24]
-        n = self._seen[digest] = self._seen.get(digest, 0) + 1
-        return f"{self._prefix}guard/{digest}/{n}"
-
-    def replayed(self, key: str) -> ModelResponse | None:
-        return self._responses.get(key)
-
-    async def begun(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
-        if self._begin is not None:  # billed once sent: a resume charges it if unanswered
-            await self._begin(key, role, caller, request)
-
-    async def record(self, key: str, response: ModelResponse) -> None:
-        await self._write(key, response)
 
 
 @final
@@ -302,7 +252,8 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     Outside a guardrail it is a plain, untraced call.
 
     A call that fails having spent tokens (a refused reply, ``ModelRefused``; a
-    stream that broke) is charged all the same, and its error passes on.
+    stream that broke) is charged all the same, and its error passes on; it is
+    journaled too, and a resumed run raises it to the guard again.
 
     Raises:
         BudgetExceeded: the budget has nothing left for the call; the model is not
@@ -313,10 +264,7 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
         return await model.complete(request)
     tape = _TAPE.get()
     key = None if tape is None else tape.key(request)
-    if tape is not None and key is not None and (replayed := tape.replayed(key)) is not None:
-        if spend.telemetry.tracing:  # no chat span (the model is not asked): the guard's says so
-            trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
-        spend.responses.append(replayed)  # charged again: the resumed budget counts it
+    if tape is not None and key is not None and (replayed := tape.again(key, spend)) is not None:
         return replayed
     caller = ModelCaller(model, "guardrail", spend.telemetry)
     price = caller.price
@@ -342,9 +290,9 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
         raise
     except ModelError as exc:  # a refused reply, a broken stream: billed all the same
         judge_done(watched, usage=exc.usage, calls=exc.model_calls)
-        if exc.usage is not None:  # charged as replies: one model call each
-            spend.responses.append(_failed(exc.usage))
-            spend.responses.extend(_failed(Usage()) for _ in range(exc.model_calls - 1))
+        charge_failed(spend.responses, exc)
+        if tape is not None and key is not None:  # closes its intent: a resume raises it again
+            await tape.record(key, *failure(exc))
         raise
     judge_done(watched, usage=response.usage)  # cut before its chain is done: charged
     spend.responses.append(response)
@@ -393,8 +341,3 @@ def _held(caller: ModelCaller, request: ModelRequest, spend: Spend, who: JudgeCa
             limit="output_tokens",
         )
     return held
-
-
-def _failed(usage: Usage) -> ModelResponse:
-    """A failed judge call, as the reply the chain charges (``Checked.spent``)."""
-    return ModelResponse(parts=(), stop_reason="error", usage=usage, model="")

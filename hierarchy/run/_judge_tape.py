@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from regiment._json import JsonObject
 from regiment.hierarchy._in_flight import journal_intent
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy.guard._judge import JudgeTape
@@ -23,12 +24,16 @@ def run_tape(journal: RunJournal | None) -> JudgeTape | None:
         return None
     calls = journal.calls
 
-    async def write(key: str, response: ModelResponse) -> None:  # durably: it was paid for
-        record = ModelCallFinished(run_id=calls.run_id, call_key=key, response=response)
+    async def write(  # durably: it was paid for
+        key: str, response: ModelResponse, made: int, failed: JsonObject | None
+    ) -> None:
+        record = ModelCallFinished(
+            run_id=calls.run_id, call_key=key, response=response, calls=made, failed=failed
+        )
         await calls.append(record, durable=True)
 
     async def begin(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
         if journal.bounded:  # under a spending budget: its intent, as every call's
             await journal_intent(calls, key, role or "guardrail", caller, request)
 
-    return JudgeTape("run/", calls.replay.responses, write, begin)
+    return JudgeTape("run/", calls.replay.responses, write, begin, calls.replay.asked)

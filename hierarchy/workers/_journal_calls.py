@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol, final
+from typing import Protocol, final
 
 import anyio
 import msgspec
@@ -24,12 +24,7 @@ from opentelemetry import trace
 
 from regiment._json import JsonObject
 from regiment.errors import JournalError
-from regiment.hierarchy._in_flight import (
-    StepCut,
-    journal_intent,
-    limits_spending,
-    most_spent,
-)
+from regiment.hierarchy._in_flight import StepCut, journal_intent, limits_spending, most_spent
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy._model_call import ModelCaller
@@ -49,9 +44,6 @@ from regiment.models import ModelRequest, ModelResponse, ToolCallPart
 from regiment.telemetry import current_span_id
 from regiment.telemetry import semconv as sc
 from regiment.tools import Approver, RunContext, ToolResult, Toolset
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ("CallLog", "JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
 
@@ -246,7 +238,10 @@ class StepCalls:
         if self._tape is None and (self._replay.responses or self._journaled):
             a = self._assign  # one tape a step: it numbers the step's questions
             prefix = f"step/{a.plan_version}/{a.step.id}/a{a.attempt}/"
-            self._tape = JudgeTape(prefix, self._replay.responses, self._judged, self._judging)
+            replay = self._replay
+            self._tape = JudgeTape(
+                prefix, replay.responses, self._judged, self._judging, replay.asked
+            )
         return self._tape
 
     async def _judging(
@@ -256,10 +251,15 @@ class StepCalls:
         if self._bounded and self._run is not None:
             await journal_intent(self._run, key, self._worker, caller, request)
 
-    async def _judged(self, key: str, response: ModelResponse) -> None:
-        """Journal a judge's reply durably: the call was paid for, whatever comes next."""
+    async def _judged(
+        self, key: str, response: ModelResponse, calls: int, failed: JsonObject | None
+    ) -> None:
+        """Journal a judge's reply (or failure) durably: the call was paid for, whatever
+        comes next."""
         if self._journaled and self._run is not None:
-            record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
+            record = ModelCallFinished(
+                run_id=self._run_id, call_key=key, response=response, calls=calls, failed=failed
+            )
             await self._run.append(record, durable=True)
 
     def tell(self, request: ModelRequest, response: ModelResponse) -> None:

@@ -5,24 +5,34 @@ from :func:`judged`, by this module's name."""
 
 from __future__ import annotations
 
+import contextlib
+
+from regiment.errors import ModelRefused
 from regiment.hierarchy import Worker
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge
-from regiment.models import Message, ModelRequest, Price, ScriptedModel
+from regiment.models import Message, ModelRequest, Price, ScriptedModel, Usage
 
 from ..hierarchy.held_call import held_model
 
 __all__ = ("judged",)
 
 PRICE = Price(input=1.0, output=1.0)
+REFUSAL = Usage(input_tokens=11, output_tokens=2, micro_usd=13)  # a refusal's report
 
 
-def judged(base_url: str) -> Worker:
-    """The Ray worker: it drafts; its first judge answers, its second is held (the
-    second's model is built in its check: a model client cannot be pickled)."""
-    quick = ScriptedModel(lambda request: "fine", price=PRICE)
+def _refusing(request: ModelRequest) -> str:
+    raise ModelRefused("refused", usage=REFUSAL)
+
+
+def judged(base_url: str, *, refused: bool = False) -> Worker:
+    """The Ray worker: it drafts; its first judge answers (``refused``: refuses, reporting
+    ``REFUSAL``, and the guard lets the reply pass), its second is held (the second's
+    model is built in its check: a model client cannot be pickled)."""
+    quick = ScriptedModel(_refusing if refused else lambda request: "fine", price=PRICE)
 
     async def first(subject: ReplySubject) -> Outcome:
-        await judge(quick, ModelRequest(messages=(Message.user("is this fine?"),)))
+        with contextlib.suppress(ModelRefused):
+            await judge(quick, ModelRequest(messages=(Message.user("is this fine?"),)))
         return Pass()
 
     async def second(subject: ReplySubject) -> Outcome:

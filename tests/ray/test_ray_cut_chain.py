@@ -25,7 +25,7 @@ from regiment.models import ModelRequest, ScriptedModel
 
 from ..hierarchy.held_call import FREE, USD, api, until_held
 from ..models.standin import StandIn
-from ._guard_cut import judged
+from ._guard_cut import REFUSAL, judged
 
 __all__ = ("api",)
 
@@ -68,3 +68,36 @@ async def test_a_ray_steps_cut_chain_charges_its_answered_judge(
     spent = result.usage_by_role["w"]
     assert spent.output_tokens > estimated.output_tokens
     assert spent.micro_usd > estimated.micro_usd
+
+
+async def test_a_ray_steps_refused_judge_is_charged_what_it_reported(
+    ray_session: ModuleType, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A first judge that refuses (``ModelRefused(usage=...)``) is journaled as answered
+    on the replica, so the caller's conduit charges it at what it reported; it used to be
+    left looking in flight and charged at its most as cut with the held one."""
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    build = functools.partial(judged, api.base_url, refused=True)
+    worker = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
+    team = Team(
+        name="chained",
+        planner=Planner(model=ScriptedModel(_brain, price=FREE)),
+        workers=[worker],
+        budget=Budget(usd=USD),
+    )
+    async with team.start() as running:
+        async with running.stream("draft") as events:
+            async for _ in events:
+                await until_held(api, 90)  # a hang guard: the second judge's call is held
+                break  # leaving the block cancels the run
+        ending = events.ending
+    assert isinstance(ending, RunCompleted)
+    result = ending.result
+    assert result.model_calls == 4  # the plan, the step's reply, both judge calls
+    estimated = result.estimated_usage  # only the held judge call is an estimate
+    assert (estimated.input_tokens, estimated.output_tokens) == (10, 200)
+    cut = [r.getMessage() for r in caplog.records if "was cut in flight" in r.getMessage()]
+    assert len(cut) == 1, cut
+    assert "(10 input, 200 output)" in cut[0], cut  # the held one, not the refused one
+    spent = result.usage_by_role["w"]  # the reply, the refusal as reported, the estimate
+    assert spent.micro_usd > estimated.micro_usd + REFUSAL.micro_usd

@@ -1,0 +1,133 @@
+"""Where a guard's judge calls are journaled and replayed from (``JudgeTape``), and a
+judge call that failed having been sent (a refused reply, a broken stream): charged as
+the live run charged it, journaled so that its intent is closed, and raised again to the
+guard on a resume (``ModelCallFinished.failed``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, final
+
+import msgspec
+from opentelemetry import trace
+
+from regiment.errors import (
+    ModelAPIError,
+    ModelConnectionError,
+    ModelError,
+    ModelRefused,
+    ScriptExhausted,
+)
+from regiment.journal import ModelCallFinished
+from regiment.models import ModelRequest, ModelResponse, Usage
+from regiment.telemetry import semconv as sc
+
+if TYPE_CHECKING:
+    from regiment._json import JsonObject
+    from regiment.hierarchy._model_call import ModelCaller
+    from regiment.hierarchy.guard._judge import Spend
+
+__all__ = ("JudgeTape", "charge_failed", "failure", "failed_reply", "raised_again")
+
+_KINDS: dict[str, type[ModelError]] = {
+    c.__name__: c for c in (ModelAPIError, ModelConnectionError, ModelRefused, ScriptExhausted)
+}
+_CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
+
+
+def failed_reply(usage: Usage) -> ModelResponse:
+    """A failed judge call, as the reply the chain charges (``Checked.spent``)."""
+    return ModelResponse(parts=(), stop_reason="error", usage=usage, model="")
+
+
+def charge_failed(responses: list[ModelResponse], exc: ModelError) -> None:
+    """Count what the failed call ``exc`` reported spending in the chain's ``responses``
+    (charged as replies: one model call each); nothing if it reported nothing."""
+    if exc.usage is not None:
+        responses.append(failed_reply(exc.usage))
+        responses.extend(failed_reply(Usage()) for _ in range(exc.model_calls - 1))
+
+
+def failure(exc: ModelError) -> tuple[ModelResponse, int, JsonObject]:
+    """What journals the failed call ``exc``: its reply (what it spent), its model calls
+    (0: it reported no usage, and the run charged none) and ``ModelCallFinished.failed``."""
+    kind = type(exc).__name__ if type(exc) in _KINDS.values() else ModelError.__name__
+    calls = 0 if exc.usage is None else exc.model_calls
+    return failed_reply(exc.usage or Usage()), calls, {"error": kind, "message": str(exc)}
+
+
+def raised_again(response: ModelResponse, calls: int, failed: JsonObject) -> ModelError:
+    """The error a journaled failed judge call (``failure``) raised, to raise again."""
+    kind, message = failed.get("error"), failed.get("message")
+    exc = _KINDS.get(kind if isinstance(kind, str) else "", ModelError)(str(message or ""))
+    if calls > 0:
+        exc.usage, exc.model_calls = response.usage, calls
+    return exc
+
+
+@final
+class JudgeTape:
+    """Where the judge calls of one step (or of the planner side of one run) are
+    journaled, and replayed from on a resume.
+
+    A call's key is ``{prefix}guard/{digest}/{n}``: the digest of the request the guard
+    made, and which time that request was made in this scope. So a resumed run's judge
+    gets the reply its question had before the crash, whatever order concurrent guards
+    ask in, and a question never asked before goes to the model.
+    """
+
+    __slots__ = ("_asked", "_begin", "_prefix", "_responses", "_seen", "_write")
+
+    def __init__(
+        self,
+        prefix: str,
+        responses: Mapping[str, ModelResponse],
+        write: Callable[[str, ModelResponse, int, JsonObject | None], Awaitable[None]],
+        begin: Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]] | None = None,
+        asked: Mapping[str, ModelCallFinished] | None = None,
+    ) -> None:
+        self._prefix = prefix
+        self._responses = responses  # the resumed run's journaled replies (empty: a new run)
+        self._asked = asked or {}  # those of them with more to say (a failed call's error)
+        self._write = write
+        self._begin = begin  # journals a call's intent (key, role) before it is sent
+        self._seen: dict[str, int] = {}
+
+    def key(self, request: ModelRequest) -> str:
+        """The key of the next judge call made with ``request``."""
+        import hashlib  # here: a run with no judge never loads it (it loads OpenSSL)
+
+        digest = hashlib.sha256(msgspec.json.encode(request)).hexdigest()[:24]
+        n = self._seen[digest] = self._seen.get(digest, 0) + 1
+        return f"{self._prefix}guard/{digest}/{n}"
+
+    def again(self, key: str, spend: Spend) -> ModelResponse | None:
+        """The reply journaled for the call ``key`` before a resume, if any, charged again
+        to ``spend`` (the resumed budget counts it); a failed call's error is raised again.
+        """
+        if (replayed := self._responses.get(key)) is None:
+            return None
+        if spend.telemetry.tracing:  # no chat span (the model is not asked): the guard's says so
+            trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
+        if (failed := self.failed(key, replayed)) is not None:
+            charge_failed(spend.responses, failed)
+            raise failed
+        spend.responses.append(replayed)
+        return replayed
+
+    def failed(self, key: str, response: ModelResponse) -> ModelError | None:
+        """The error the call ``key`` (replayed as ``response``) failed with, if it did."""
+        record = self._asked.get(key)
+        if record is None or record.failed is None:
+            return None
+        return raised_again(response, record.calls, record.failed)
+
+    async def begun(self, key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
+        if self._begin is not None:  # billed once sent: a resume charges it if unanswered
+            await self._begin(key, role, caller, request)
+
+    async def record(
+        self, key: str, response: ModelResponse, calls: int = 1, failed: JsonObject | None = None
+    ) -> None:
+        """Journal the call ``key``'s reply (or, ``failed``, what it spent: ``failure``)."""
+        await self._write(key, response, calls, failed)

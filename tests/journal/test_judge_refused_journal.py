@@ -1,0 +1,167 @@
+"""A guard's judge call the model refuses, reporting what the refusal cost
+(``ModelRefused(usage=...)``), is journaled as answered: its intent
+(``ModelCallStarted``, written under a spending budget) is closed by a
+``ModelCallFinished`` whose ``failed`` names the error, so the refusal is charged once,
+at what it reported, live and across a resume, and never again as a call in flight.
+
+Before, nothing closed that intent: a resume warned that the calls "were in flight when
+its process stopped" and charged each at its most (8,192 output tokens a call), and the
+cancel of a stalled run did the same; a step resumed after its judge was refused asked
+the model again. Now a resume replays the refusal: the guard gets the same
+``ModelRefused`` (its usage, its model calls) and decides as it did live (real SQLite
+files and a real PostgreSQL server, a real pause at an approval and a real SIGKILLed
+child process).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from regiment import Approve
+from regiment.hierarchy.run._journaling import LEASE_TTL
+from regiment.journal import ModelCallFinished, ModelCallStarted, open_journal
+from regiment.models import Usage
+
+from . import refusing_judge_team as team_of
+from .killed_child import killed_child
+
+pytestmark = pytest.mark.anyio
+
+CASES = [("asyncio", "sqlite"), ("trio", "sqlite"), ("asyncio", "postgres"), ("trio", "postgres")]
+REFUSED = f"refused, {team_of.REFUSAL_CALLS} calls, {team_of.REFUSAL}"
+
+
+def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if kind == "sqlite":
+        return str(tmp_path / "runs.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def _closed(records: Sequence[object]) -> list[ModelCallFinished]:
+    """The judge calls' records, after checking every started call was answered."""
+    started = {r.call_key for r in records if isinstance(r, ModelCallStarted)}
+    finished = {r.call_key: r for r in records if isinstance(r, ModelCallFinished)}
+    assert started - finished.keys() == set()  # no call left looking in flight
+    return [r for key, r in finished.items() if "/guard/" in key]
+
+
+def _no_call_in_flight(caplog: pytest.LogCaptureFixture) -> None:
+    said = [r.getMessage() for r in caplog.records if r.name == "regiment.run"]
+    assert not [m for m in said if "in flight" in m], said
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
+async def test_a_refused_judge_is_charged_once_across_a_resume(
+    anyio_backend: str,
+    kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment")
+    where = _where(kind, tmp_path, request)
+    asked: list[str] = []
+    verdicts: list[str] = []
+    journal = await open_journal(where)
+    try:
+        async with team_of.make_team(asked, verdicts).start(journal=journal) as running:
+            paused = await running.run(team_of.GOAL)
+            assert paused.status == "paused"
+            assert asked == ["fine? drafter", "fine? clerk"]
+            (pending,) = paused.pending_approvals
+            await running.approve(pending.request_id, Approve())
+            resumed = await running.resume(paused.run_id)
+        records = [e.record for e in await journal.read(paused.run_id)]
+    finally:
+        await journal.close()
+    # The clerk's step ran again: its judge's question was replayed, not asked; its
+    # second reply's question (after the refund) is new.
+    assert asked == ["fine? drafter", "fine? clerk", "fine? clerk"]
+    assert verdicts == [f"drafter: {REFUSED}"] + [f"clerk: {REFUSED}"] * 3
+    assert resumed.status == "completed"
+    _no_call_in_flight(caplog)
+    assert paused.estimated_usage == resumed.estimated_usage == Usage()
+    assert resumed.usage_by_role["drafter"] == paused.usage_by_role["drafter"]
+    # paused: the plan, the drafter's reply, the clerk's first, two refusals of two
+    # calls each; then the clerk's second reply, its refusal, the synthesis
+    assert paused.model_calls == 3 + 2 * team_of.REFUSAL_CALLS
+    assert resumed.model_calls == paused.model_calls + 2 + team_of.REFUSAL_CALLS
+    judged = _closed(records)
+    assert len(judged) == 3
+    for record in judged:
+        assert record.failed == {"error": "ModelRefused", "message": "refused"}
+        assert (record.response.usage, record.calls) == (team_of.REFUSAL, team_of.REFUSAL_CALLS)
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
+async def test_a_stalled_run_cancelled_counts_a_refused_judge_once(
+    anyio_backend: str,
+    kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment")
+    where = _where(kind, tmp_path, request)
+    child = Path(team_of.__file__)
+    args = [where, anyio_backend]
+    async with killed_child(child, args, tmp_path / "child.log", "in tool", 60) as run_id:
+        pass
+    asked: list[str] = []
+    journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        async with team_of.make_team(asked, []).start(journal=journal) as running:
+            ended = await running.cancel_paused(run_id, reason="its machine died")
+        records = [e.record for e in await journal.read(run_id)]
+    finally:
+        await journal.close()
+    assert asked == []  # nothing asked again
+    _no_call_in_flight(caplog)
+    judged = _closed(records)
+    assert len(judged) == 2  # the drafter's, the clerk's
+    assert ended is not None
+    assert ended.estimated_usage == Usage()
+    # the plan, the drafter's reply, the clerk's; two refusals of two calls each
+    assert ended.model_calls == 3 + 2 * team_of.REFUSAL_CALLS
+    replies = sum((r.response.usage for r in records if isinstance(r, ModelCallFinished)), Usage())
+    assert ended.usage == replies
+    assert sum((r.response.usage for r in judged), Usage()) == team_of.REFUSAL + team_of.REFUSAL
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
+async def test_a_plan_guards_refused_judge_is_replayed_on_resume(
+    anyio_backend: str,
+    kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment")
+    where = _where(kind, tmp_path, request)
+    asked: list[str] = []
+    verdicts: list[str] = []
+    team = team_of.make_team(asked, verdicts, plan_guard=True)
+    journal = await open_journal(where)
+    try:
+        async with team.start(journal=journal) as running:
+            paused = await running.run(team_of.GOAL)
+            (pending,) = paused.pending_approvals
+            await running.approve(pending.request_id, Approve())
+            resumed = await running.resume(paused.run_id)
+        records = [e.record for e in await journal.read(paused.run_id)]
+    finally:
+        await journal.close()
+    # The plan's judge is asked once: the resume replays its refusal to the plan's guard.
+    assert asked.count("fine? the plan") == 1
+    assert verdicts.count(f"the plan: {REFUSED}") == 2
+    assert resumed.status == "completed"
+    _no_call_in_flight(caplog)
+    assert resumed.estimated_usage == Usage()
+    assert resumed.model_calls == paused.model_calls + 2 + team_of.REFUSAL_CALLS
+    (planned,) = [r for r in _closed(records) if r.call_key.startswith("run/guard/")]
+    assert planned.failed == {"error": "ModelRefused", "message": "refused"}
