@@ -11,7 +11,7 @@ runs of its nested teams' steps; its plans and the step reports it committed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import msgspec
 
@@ -62,16 +62,21 @@ async def _charge(journal: Journal, run_id: str, entries: Sequence[Entry], spent
         asked = replay.asked.get(key)
         spent.charge(_ROLE, response.usage, model_calls=1 if asked is None else asked.calls)
     spent.charge(_ROLE, Usage(), tool_calls=len(replay.intents.keys() | replay.results.keys()))
-    seen: set[str] = set()
-    for entry in entries:
-        if not isinstance(step := entry.record, StepDispatched):
-            continue
-        nested = nested_run_id(run_id, step.plan_version, step.step_id, step.attempt)
-        if nested in seen:
-            continue
-        seen.add(nested)
+    for nested in nested_runs(run_id, entries):
         try:
             below = await journal.read(nested)
         except UnknownRun:  # the step went to a worker, not to a nested team
             continue
         await _charge(journal, nested, below, spent)
+
+
+def nested_runs(run_id: str, entries: Sequence[Entry]) -> Iterator[str]:
+    """The ids a nested team's run of each step run ``run_id`` dispatched (its ``entries``)
+    would have, each once; a step that went to a worker has none in the journal."""
+    seen: set[str] = set()
+    for entry in entries:
+        if isinstance(step := entry.record, StepDispatched):
+            nested = nested_run_id(run_id, step.plan_version, step.step_id, step.attempt)
+            if nested not in seen:
+                seen.add(nested)
+                yield nested
