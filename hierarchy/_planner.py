@@ -11,6 +11,7 @@ import msgspec
 from regiment.hierarchy._checks import Check
 from regiment.hierarchy._prompts import Prompts
 from regiment.hierarchy._ranges import at_least, model_given, part_given, settings_given
+from regiment.hierarchy.guard._note import SubjectKind
 from regiment.hierarchy.guard._types import GuardLike, as_guardrails
 from regiment.hierarchy.plan._parse import ParsedPlan, parse_plan
 from regiment.hierarchy.plan._plan import PlanStep
@@ -61,9 +62,9 @@ class Planner:
     def __post_init__(self) -> None:
         own = as_guardrails(self.guardrails, "planner: ", ("model_request", "model_reply", "plan"))
         object.__setattr__(self, "guardrails", own)
-        synth = as_guardrails(
-            self.synthesizer_guardrails, "synthesizer: ", ("model_request", "model_reply", "answer")
-        )
+        kinds: tuple[SubjectKind, ...] = ("model_request", "model_reply", "answer")
+        spelled = "synthesizer_guardrails=[{}]".format
+        synth = as_guardrails(self.synthesizer_guardrails, "synthesizer: ", kinds, spelled)
         object.__setattr__(self, "synthesizer_guardrails", synth)
         model_given("Planner", "model", self.model)
         model_given("Planner", "synthesizer_model", self.synthesizer_model, optional=True)

@@ -45,13 +45,14 @@ from regiment.hierarchy._team_actors import (
     worker_actor,
 )
 from regiment.hierarchy.events import Event
-from regiment.hierarchy.run._channel import RunChannel, RunEnd, RunEvents
+from regiment.hierarchy.run._channel import RunChannel, RunEnd
 from regiment.hierarchy.run._guarding import enclosing, role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._lender import Lender, SupervisorLender
 from regiment.hierarchy.run._messages import StartRun
 from regiment.hierarchy.run._resume import Opened, finished, open_channel, reopened
 from regiment.hierarchy.run._session import SessionMemory
+from regiment.hierarchy.run._streamed import Streamed, ready
 from regiment.hierarchy.run._trace import PausedRoot, record_run_end, root_trace, run_root
 from regiment.hierarchy.workers._approval_gate import ApprovalGate
 from regiment.hierarchy.workers._live import LiveWorker, worker_tools
@@ -178,28 +179,28 @@ class RunningTeam(DecidesApprovals):
         """
         return await finished(reopened(self, run_id, deps=deps, force=force, streaming=False))
 
-    @asynccontextmanager
-    async def resume_stream(
+    def resume_stream(
         self,
         run_id: str,
         *,
         deps: object = None,
         force: bool = False,
         journaled: JournaledEvents | None = None,
-    ) -> AsyncIterator[RunEvents]:
+    ) -> Streamed:
         """:meth:`resume`, yielding the run's events from its start, as :meth:`stream` does.
 
         ``journaled``: the run's records as just read (``JournaledEvents.read``), which
         the resume then takes instead of reading the journal again.
         """
         known = journaled.entries if journaled and journaled.run_id == run_id else None
-        opened = reopened(self, run_id, deps=deps, force=force, streaming=True, entries=known)
-        async with opened as (channel, events):
-            assert not isinstance(events, RunEnd)  # a streamed run has no lender
-            yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
+        make = functools.partial(
+            reopened, self, run_id, deps=deps, force=force, streaming=True, entries=known
+        )
+        opens = functools.partial(ready, make)
+        again = "running.resume_stream(run_id)"
+        return Streamed(opens, self._spawner.checkpoint_if_cancelled, again)
 
-    @asynccontextmanager
-    async def stream(
+    def stream(
         self,
         goal: str,
         *,
@@ -207,8 +208,8 @@ class RunningTeam(DecidesApprovals):
         concurrency: int | None = None,
         session: str | None = None,
         deps: object = None,
-    ) -> AsyncIterator[RunEvents]:
-        """Run one goal, yielding its events as they happen.
+    ) -> Streamed:
+        """Run one goal, yielding its events as they happen (``async with``, once).
 
         The last event is ``RunCompleted`` (with the result) or ``RunFailed``.
         Leaving the block early cancels the run; after the block, the yielded
@@ -216,10 +217,9 @@ class RunningTeam(DecidesApprovals):
         left early, a ``RunCompleted`` with status ``cancelled`` and what it got to).
         ``allowance``, ``concurrency``, ``session`` and ``deps`` are as for :meth:`run`.
         """
-        opened = await _let_in(self, goal, allowance, True, concurrency, session, deps)
-        async with opened as (channel, events):
-            assert not isinstance(events, RunEnd)  # a streamed run has no lender
-            yield RunEvents(events, self._spawner.checkpoint_if_cancelled, channel)
+        args = (self, goal, allowance, True, concurrency, session, deps)
+        opens = functools.partial(_let_in, *args)
+        return Streamed(opens, self._spawner.checkpoint_if_cancelled, "running.stream(goal)")
 
     @asynccontextmanager
     async def _open(

@@ -189,11 +189,11 @@ def call_result(
     try:
         content = jsonable(attempted.value)
     except NotJson:
-        kind = type(attempted.value).__name__
+        kind = _a_kind(type(attempted.value).__name__)
         # It ran: say so, or a model that reads "failed" may call it (and its side
         # effect) again; the fix is the tool's, so say what it must return.
         message = (
-            f"TypeError: tool {name!r} ran, but returned a {kind}, not JSON data, so its "
+            f"TypeError: tool {name!r} ran, but returned {kind}, not JSON data, so its "
             "result cannot be shown (a tool returns text, numbers, lists, dicts or "
             "pydantic models)"
         )
@@ -210,6 +210,13 @@ def call_result(
         idempotency_key=key,
         arguments=sent,
     )
+
+
+def _a_kind(kind: str) -> str:
+    """``kind`` as a value of it is named: "bytes", "an object", "a lock"."""
+    if kind in ("bytes", "bytearray"):  # "returned a bytes" reads wrong
+        return kind
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
 
 
 _MAY_HAVE_ACTED = (

@@ -305,9 +305,15 @@ def _name(check: object) -> str:
 
 
 def as_guardrails(
-    values: Iterable[object], where: str = "", kinds: Collection[SubjectKind] = ()
+    values: Iterable[object],
+    where: str = "",
+    kinds: Collection[SubjectKind] = (),
+    listed: Callable[[str], str] = "guardrails=[{}]".format,
 ) -> tuple[Guardrail, ...]:
     """Each of ``values`` as a :class:`Guardrail` (see :func:`as_guardrail`).
+
+    ``listed``: how the hint for one guard given bare spells it in a list, as the
+    caller's argument is written (``tool_guardrails={'f': [g]}``).
 
     Raises:
         ConfigError: ``kinds`` is given and a guard judges another kind of subject:
@@ -317,7 +323,7 @@ def as_guardrails(
     if callable(given) or isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
         one = isinstance(given, Guardrail) or callable(given)
         shown = given.name if isinstance(given, Guardrail) else _name(given)
-        hint = f" (put it in a list: guardrails=[{shown}])" if one else ""
+        hint = f" (put it in a list: {listed(shown)})" if one else ""
         raise ConfigError(
             f"{where}guardrails must be a list of guardrails; got {shown if one else repr(given)}"
             + hint

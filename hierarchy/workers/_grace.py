@@ -53,6 +53,8 @@ class GivesUp(HandsIn):
     _step_timeout: float | None
 
     _jobs: Mapping[tuple[str, int, str, int], StepJob]
+    # What becomes of a step given up, as its warning says (a Ray worker's differs).
+    given_up_then = "it still runs, and the team's stop will wait for it"
 
     async def _stopping(self) -> None:
         """The worker stops (its tasks are cancelled): its running steps call their
@@ -84,7 +86,8 @@ class GivesUp(HandsIn):
         if job.scope is not None and self._grace is not None and job.ended is None:
             job.ended = anyio.Event()
             grace = (job, self._grace, self._name, self._step_timeout, self._hand_over)
-            self.ctx.start_soon(abandon_after, *grace, name=f"{self._name} cancel grace")
+            then = self.given_up_then
+            self.ctx.start_soon(abandon_after, *grace, then, name=f"{self._name} cancel grace")
 
 
 async def abandon_after(
@@ -93,9 +96,11 @@ async def abandon_after(
     worker: str,
     step_timeout: float | None,
     hand_in: Callable[[StepJob, StepReport], Awaitable[None]],
+    then: str = GivesUp.given_up_then,
 ) -> None:
     """Wait up to ``grace`` seconds for the cut step ``job`` to end; if it has not,
-    hand its report in for it (``hand_in``) and mark it abandoned."""
+    hand its report in for it (``hand_in``) and mark it abandoned, warning what
+    becomes of it (``then``)."""
     ended = job.ended
     assert ended is not None  # made when the step was cut
     with anyio.move_on_after(grace):
@@ -105,7 +110,7 @@ async def abandon_after(
         return
     job.abandoned = True
     report = _abandoned_report(job, grace, worker, step_timeout)
-    _warn(job, report.status, grace, worker)
+    _warn(job, report.status, (grace, then), worker)
     await hand_in(job, report)
     try:
         await ended.wait()  # until the tool returns at last
@@ -145,16 +150,18 @@ def _abandoned_report(
     )
 
 
-def _warn(job: StepJob, status: str, grace: float, worker: str) -> None:
+def _warn(job: StepJob, status: str, given_up: tuple[float, str], worker: str) -> None:
     assign, tools = job.assign, _in_flight(job)
+    grace, then = given_up
     _log.warning(
         "%s %s: %s did not stop within %ss of the step's cancel, so the step was reported "
-        "%s without it; it still runs, and the team's stop will wait for it. %s",
+        "%s without it; %s. %s",
         worker,
         assign.step.id,
         _what(tools),
         grace,
         status,
+        then,
         _LET_IT_THROUGH,
         extra={
             "run_id": assign.run_id,

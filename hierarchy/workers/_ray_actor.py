@@ -37,6 +37,12 @@ class RayWorkerActor(StepActor):
     """Hands a Ray-placed worker's steps to its replicas; the step bookkeeping
     (queueing, cancel scopes, timeouts, one report per step) is the shared one."""
 
+    # A step given up on still runs on its replica, which is then killed for Ray to
+    # restart (``_ray_cancel.restart``): nothing of it goes on, nor holds the stop.
+    given_up_then = (
+        "its Ray replica is restarted unless the step ends there now, so nothing of it runs on"
+    )
+
     def __init__(
         self,
         worker: Worker,

@@ -8,7 +8,7 @@ is made (``from regiment import Worker``, ``regiment validate``; issue #22).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, final
 
@@ -278,6 +278,13 @@ def _per_tool(
             f"({{'issue_refund': [cap]}}); got {given!r:.80}"
         )
     return {
-        tool: as_guardrails(guards, f"{where}tool_guardrails '{tool}': ", kinds)
+        tool: as_guardrails(
+            guards, f"{where}tool_guardrails '{tool}': ", kinds, _in_tool_list(tool)
+        )
         for tool, guards in given.items()
     }
+
+
+def _in_tool_list(tool: str) -> Callable[[str], str]:
+    """The hint's spelling of one bare guard of ``tool``: in a list, under its name."""
+    return lambda shown: f"tool_guardrails={{{tool!r}: [{shown}]}}"

@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import anyio
 import pytest
 
+from regiment.errors import JournalError
 from regiment.hierarchy import Planner, RunEvents, Team, Worker
 from regiment.hierarchy.events import Event, RunCompleted, StepCompleted, TextDelta
 from regiment.hierarchy.run._channel import _STREAK
@@ -124,3 +126,34 @@ async def test_a_stream_left_early_still_has_the_runs_ending_after_the_block() -
     ]
     assert ending.result.committed == ("s1",)
     assert hang.cancelled == ["hang"]
+
+
+async def test_a_stream_entered_twice_says_to_call_stream_again(tmp_path: Path) -> None:
+    # It was Python's own "'_AsyncGeneratorContextManager' object has no attribute 'args'".
+    model = ScriptedModel(Brain([plan_json({"description": "one"})] * 2))
+    worker = Worker(name="w", description="Works.", model=model)
+    team = Team(name="t", planner=Planner(model=model), workers=[worker])
+    async with team.start(journal=tmp_path / "runs.db") as running:
+        stream = running.stream("go")
+        async with stream as events:
+            first = [event async for event in events]
+        with pytest.raises(RuntimeError) as entered:
+            async with stream:
+                pass
+        assert str(entered.value) == (
+            "this stream was entered already: a stream is one run, read once; call "
+            "running.stream(goal) again (and enter what it returns) for another run"
+        )
+        ending = first[-1]
+        assert isinstance(ending, RunCompleted)
+        assert ending.result.status == "completed"
+        assert running.active_runs == 0  # nothing was started by the second entry
+        resumed = running.resume_stream(ending.result.run_id)
+        with pytest.raises(JournalError):  # finished: refused, on entering
+            async with resumed:
+                pass
+        with pytest.raises(RuntimeError, match=r"call running.resume_stream\(run_id\) again"):
+            async with resumed:
+                pass
+        async with running.stream("go") as again:  # a new one: another run
+            assert [type(e) for e in [event async for event in again]][-1] is RunCompleted

@@ -50,6 +50,9 @@ def _team(**parts: object) -> Callable[[], Team]:
         (_team(guardrails=_answer_guard), "team: guardrails must be a list of guardrails; got _answer_guard (put it in a list: guardrails=[_answer_guard])"),
         (lambda: Worker(name="w", description="d", model=MODEL, guardrails=3), "worker 'w': guardrails must be a list of guardrails; got 3"),  # type: ignore[arg-type]
         (lambda: Worker(name="w", description="d", model=MODEL, tool_guardrails=3), "worker 'w': tool_guardrails must map tool names to lists of guardrails ({'issue_refund': [cap]}); got 3"),  # type: ignore[arg-type]
+        # one guard given bare: the hint said "guardrails=[...]", not how these are written
+        (lambda: Worker(name="w", description="d", model=MODEL, tools=_as_given([_lookup]), tool_guardrails=_as_given({"_lookup": _answer_guard})), "worker 'w': tool_guardrails '_lookup': guardrails must be a list of guardrails; got _answer_guard (put it in a list: tool_guardrails={'_lookup': [_answer_guard]})"),
+        (lambda: Planner(model=MODEL, synthesizer_guardrails=_answer_guard), "synthesizer: guardrails must be a list of guardrails; got _answer_guard (put it in a list: synthesizer_guardrails=[_answer_guard])"),  # type: ignore[arg-type]
         # these were taken, and failed only where the guard was put (or never, unused)
         (lambda: guardrail("answr"), "guardrail kind must be one of model_request, model_reply, plan, tool_call, tool_result, answer, not 'answr'"),  # type: ignore[arg-type]
         (lambda: guardrail("answer", on_trip="warn"), "guardrail('answer'): on_trip must be 'fail_step' or 'tell_model', not 'warn'"),  # type: ignore[arg-type]

@@ -121,6 +121,7 @@ async def test_a_remote_step_that_will_not_stop_gets_its_replica_restarted(
     stop with it), then went on running on its replica. The wait is the worker's
     ``cancel_grace``; past it, the replica is killed (Ray restarts it), saying why."""
     caplog.set_level(logging.WARNING, logger="regiment.ray")
+    caplog.set_level(logging.WARNING, logger="regiment.worker")
     name, handle = probe
 
     def plans(request: ModelRequest) -> str:
@@ -157,3 +158,9 @@ async def test_a_remote_step_that_will_not_stop_gets_its_replica_restarted(
     assert said[0].startswith("worker 'holder': step "), said
     assert "did not end on its Ray replica 0 within 1 s of its cancel" in said[0], said
     assert "The replica was killed so that nothing of the step runs on" in said[0], said
+    # The worker's own warning, as the step was given up, said it "still runs, and the
+    # team's stop will wait for it": true in process, not for a replica restarted.
+    worker = [r.getMessage() for r in caplog.records if r.name == "regiment.worker"]
+    (given,) = [m for m in worker if "did not stop within 1.0s" in m]  # its grace: first
+    assert "still runs, and the team's stop will wait" not in given, given
+    assert "without it; its Ray replica is restarted unless the step ends there now" in given

@@ -22,7 +22,12 @@ def _self_holding() -> dict[str, object]:
 
 @pytest.mark.parametrize(
     ("value", "kind"),
-    [(b"\xff\x00", "bytes"), (_self_holding(), "dict"), ([b"ok", b"\x80"], "list")],
+    [
+        (b"\xff\x00", "bytes"),  # was "a bytes"
+        (object(), "an object"),  # was "a object"
+        (_self_holding(), "a dict"),
+        ([b"ok", b"\x80"], "a list"),
+    ],
 )
 async def test_a_value_pydantic_cannot_encode_is_an_error_result(value: object, kind: str) -> None:
     @tool
@@ -34,13 +39,13 @@ async def test_a_value_pydantic_cannot_encode_is_an_error_result(value: object, 
     assert result.is_error
     assert result.error_type == "TypeError"
     assert result.content == (
-        f"TypeError: tool 'odd' ran, but returned a {kind}, not JSON data, so its result "
+        f"TypeError: tool 'odd' ran, but returned {kind}, not JSON data, so its result "
         "cannot be shown (a tool returns text, numbers, lists, dicts or pydantic models)"
     )
 
 
 _PNG = (
-    "TypeError: tool 'read_blob' ran, but returned a bytes, not JSON data, so its result "
+    "TypeError: tool 'read_blob' ran, but returned bytes, not JSON data, so its result "
     "cannot be shown (a tool returns text, numbers, lists, dicts or pydantic models)"
 )
 # Was a failed step: the int passed as JSON data, then writing it as text raised.

@@ -1,0 +1,72 @@
+"""What ``RunningTeam.stream(goal)`` and ``resume_stream(run_id)`` return: one run's
+events, to enter once.
+
+It was an ``@asynccontextmanager``, which a second ``async with`` of the same object
+failed with Python's own ``AttributeError: '_AsyncGeneratorContextManager' object has
+no attribute 'args'``. A class also costs a streamed run a generator and three calls less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import final
+
+from regiment.hierarchy.run._channel import RunEnd, RunEvents
+from regiment.hierarchy.run._resume import Opened
+
+__all__ = ("Streamed", "ready")
+
+Opens = Callable[[], Awaitable[AbstractAsyncContextManager[Opened]]]
+
+
+@final
+class Streamed:
+    """An async context manager: entering it starts (or resumes) its run and yields
+    its events (``RunEvents``); leaving it ends the run (see ``RunningTeam.stream``).
+
+    A stream is one run, so it is entered once: a second ``async with`` of it raises
+    ``RuntimeError`` saying to call ``stream(goal)`` again for another run.
+    """
+
+    __slots__ = ("_again", "_checkpoint", "_opened", "_opens")
+
+    def __init__(
+        self, opens: Opens, checkpoint_if_cancelled: Callable[[], Awaitable[None]], again: str
+    ) -> None:
+        self._opens: Opens | None = opens  # None once entered
+        self._checkpoint = checkpoint_if_cancelled
+        self._again = again  # how the caller starts another, e.g. "running.stream(goal)"
+        self._opened: AbstractAsyncContextManager[Opened] | None = None
+
+    async def __aenter__(self) -> RunEvents:
+        opens = self._opens
+        if opens is None:
+            raise RuntimeError(
+                f"this stream was entered already: a stream is one run, read once; "
+                f"call {self._again} again (and enter what it returns) for another run"
+            )
+        self._opens = None
+        opened = await opens()
+        channel, events = await opened.__aenter__()
+        self._opened = opened
+        assert not isinstance(events, RunEnd)  # a streamed run has no lender
+        return RunEvents(events, self._checkpoint, channel)
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        opened, self._opened = self._opened, None
+        assert opened is not None  # only entered ones are left
+        return await opened.__aexit__(kind, error, traceback)
+
+
+async def ready(
+    make: Callable[[], AbstractAsyncContextManager[Opened]],
+) -> AbstractAsyncContextManager[Opened]:
+    """What ``make`` makes, as ``Opens`` gives it (a resumed run's is made at once)."""
+    return make()
