@@ -28,18 +28,12 @@ from regiment.journal import ModelCallFinished, ModelCallStarted, open_journal
 from regiment.models import Usage
 
 from . import refusing_judge_team as team_of
-from .killed_child import killed_child
+from .killed_child import journal_at, killed_child
 
 pytestmark = pytest.mark.anyio
 
 CASES = [("asyncio", "sqlite"), ("trio", "sqlite"), ("asyncio", "postgres"), ("trio", "postgres")]
 REFUSED = f"refused, {team_of.REFUSAL_CALLS} calls, {team_of.REFUSAL}"
-
-
-def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if kind == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 def _closed(records: Sequence[object]) -> list[ModelCallFinished]:
@@ -64,7 +58,7 @@ async def test_a_refused_judge_is_charged_once_across_a_resume(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="regiment")
-    where = _where(kind, tmp_path, request)
+    where = journal_at(kind, tmp_path, request)
     asked: list[str] = []
     verdicts: list[str] = []
     journal = await open_journal(where)
@@ -107,7 +101,7 @@ async def test_a_stalled_run_cancelled_counts_a_refused_judge_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="regiment")
-    where = _where(kind, tmp_path, request)
+    where = journal_at(kind, tmp_path, request)
     child = Path(team_of.__file__)
     args = [where, anyio_backend]
     async with killed_child(child, args, tmp_path / "child.log", "in tool", 60) as run_id:
@@ -142,7 +136,7 @@ async def test_a_plan_guards_refused_judge_is_replayed_on_resume(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="regiment")
-    where = _where(kind, tmp_path, request)
+    where = journal_at(kind, tmp_path, request)
     asked: list[str] = []
     verdicts: list[str] = []
     team = team_of.make_team(asked, verdicts, plan_guard=True)
