@@ -21,7 +21,7 @@ from regiment.errors import AlreadyFinished, LeaseHeld, UnknownRun
 from regiment.hierarchy._approvals import ApprovalDesk
 from regiment.hierarchy._replay import event_record
 from regiment.hierarchy._result import RunResult
-from regiment.hierarchy._stalled_end import nested_ids, stalled_ending
+from regiment.hierarchy._stalled_end import stalled_ending
 from regiment.hierarchy.events import RunCompleted, RunFailed
 from regiment.hierarchy.run._brief_holds import BriefHold, wait_brief_hold
 from regiment.hierarchy.run._journaling import LEASE_TTL, owner_name
@@ -31,6 +31,8 @@ from regiment.journal import (
     Journal,
     Lease,
     RunResumed,
+    StepDispatched,
+    nested_run_id,
     top_run_id,
 )
 from regiment.journal import RunFinished as JournalFinished
@@ -111,7 +113,14 @@ async def _end_nested(
     deepest first: the run of a step paused with it, its requests withdrawn. Left alone,
     each listed ``stalled`` (its answer: waits to be resumed), though its top run had ended
     and it could never be resumed."""
-    for nested in nested_ids(run_id, entries):
+    seen: set[str] = set()
+    for entry in entries:
+        if not isinstance(step := entry.record, StepDispatched):
+            continue
+        nested = nested_run_id(run_id, step.plan_version, step.step_id, step.attempt)
+        if nested in seen:
+            continue
+        seen.add(nested)
         try:
             if (await journal.get_run(nested)).status in _FINAL:
                 continue

@@ -24,7 +24,7 @@ from regiment.hierarchy.plan._plan import Plan
 from regiment.journal import Entry, Journal, StepDispatched, nested_run_id
 from regiment.models import Usage
 
-__all__ = ("nested_ids", "stalled_ending")
+__all__ = ("stalled_ending",)
 
 _ROLE = "journal"  # (a reply's role is not journaled; only the totals are reported)
 
@@ -62,18 +62,16 @@ async def _charge(journal: Journal, run_id: str, entries: Sequence[Entry], spent
         asked = replay.asked.get(key)
         spent.charge(_ROLE, response.usage, model_calls=1 if asked is None else asked.calls)
     spent.charge(_ROLE, Usage(), tool_calls=len(replay.intents.keys() | replay.results.keys()))
-    for nested in nested_ids(run_id, entries):
+    seen: set[str] = set()
+    for entry in entries:
+        if not isinstance(step := entry.record, StepDispatched):
+            continue
+        nested = nested_run_id(run_id, step.plan_version, step.step_id, step.attempt)
+        if nested in seen:
+            continue
+        seen.add(nested)
         try:
             below = await journal.read(nested)
         except UnknownRun:  # the step went to a worker, not to a nested team
             continue
         await _charge(journal, nested, below, spent)
-
-
-def nested_ids(run_id: str, entries: Sequence[Entry]) -> list[str]:
-    """The run id a nested team would have for each step run ``run_id`` (its ``entries``)
-    dispatched, each once, in dispatch order (a step that went to a worker has none in the
-    journal: its id is unknown there)."""
-    steps = [e.record for e in entries if isinstance(e.record, StepDispatched)]
-    ids = (nested_run_id(run_id, s.plan_version, s.step_id, s.attempt) for s in steps)
-    return list(dict.fromkeys(ids))
