@@ -13,7 +13,6 @@ The second judge's model is held on an Event it never gets; the run is cancelled
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Literal
@@ -22,35 +21,23 @@ import anyio
 import pytest
 
 from regiment.errors import ModelRefused
-from regiment.hierarchy import Budget, Planner, RunCompleted, RunResult, Team, Worker
+from regiment.hierarchy import Budget, Planner, RunResult, Team, Worker
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge
-from regiment.models import Message, ModelRequest, Price, ScriptedModel, Usage, priced
+from regiment.models import Message, ModelRequest, ScriptedModel, Usage, priced
 
 from ..models import messages_api
 from ..models.standin import Reply, StandIn, serve
+from .cut_run import MAX_TOKENS, PRICE, brain, cancelled_once, held_until_cut
 from .held_call import CLAUDE, FREE, USD, held_model
 
 pytestmark = pytest.mark.anyio
 
-PRICE = Price(input=1.0, output=1.0)
-MAX_TOKENS = ModelRequest(messages=()).max_tokens  # the judge's request holds no other
 FIRST = ModelRequest(messages=(Message.user("is this fine?"),))
 
 
-def _brain(request: ModelRequest) -> str:
-    if request.role == "planner":
-        return json.dumps({"steps": [{"id": "s1", "description": "draft"}]})
-    return "drafted"
-
-
 async def _cut_on_second_judge(side: Literal["step", "planner"]) -> tuple[RunResult, Usage]:
-    judging, never = anyio.Event(), anyio.Event()
+    judging, held = held_until_cut()
     said: list[Usage] = []
-
-    async def held(request: ModelRequest) -> str:
-        judging.set()
-        await never.wait()  # until the run's cancel cuts it
-        return "fine"
 
     quick = ScriptedModel(lambda request: "fine", price=PRICE)
     slow = ScriptedModel(held, price=PRICE)
@@ -63,7 +50,7 @@ async def _cut_on_second_judge(side: Literal["step", "planner"]) -> tuple[RunRes
         await judge(slow, ModelRequest(messages=(Message.user("and this?"),)))
         return Pass()
 
-    model = ScriptedModel(_brain, price=PRICE)
+    model = ScriptedModel(brain, price=PRICE)
     chain = [first, second]
     team = Team(
         name="chained",
@@ -78,17 +65,10 @@ async def _cut_on_second_judge(side: Literal["step", "planner"]) -> tuple[RunRes
         ],
         budget=Budget(usd=1.0),
     )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await judging.wait()
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    assert ending.result.status == "cancelled"
+    result = await cancelled_once(team, judging.wait)
     (first_said,) = said
     assert first_said.total_tokens > 0
-    return ending.result, first_said
+    return result, first_said
 
 
 async def test_a_steps_cut_chain_charges_its_answered_judge(
@@ -150,26 +130,22 @@ async def test_judges_on_the_messages_api_cut_mid_chain_are_charged_what_they_sa
         await judge(claude, ModelRequest(messages=(Message.user("and this?"),)))
         return Pass()
 
-    model = ScriptedModel(_brain, price=FREE)
+    model = ScriptedModel(brain, price=FREE)
     team = Team(
         name="chained",
         planner=Planner(model=model, synthesizer_guardrails=[first, second]),
         workers=[Worker(name="w", description="drafts", model=model)],
         budget=Budget(usd=USD),
     )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await held.wait()
-                with anyio.fail_after(30):  # a hang guard: until the second call is held
-                    while len(judges_api.requests) < 2:
-                        judges_api.received = anyio.Event()
-                        await judges_api.received.wait()
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    result = ending.result
-    assert result.status == "cancelled"
+
+    async def second_held() -> None:
+        await held.wait()
+        with anyio.fail_after(30):  # a hang guard: until the second call is held
+            while len(judges_api.requests) < 2:
+                judges_api.received = anyio.Event()
+                await judges_api.received.wait()
+
+    result = await cancelled_once(team, second_held)
     most = result.estimated_usage  # the held judge call, at its most
     assert most.output_tokens == 200  # held_model's max_tokens
     said = priced(Usage(input_tokens=11, output_tokens=7), CLAUDE)
@@ -181,16 +157,11 @@ async def test_judges_on_the_messages_api_cut_mid_chain_are_charged_what_they_sa
 async def test_a_refused_judge_before_the_cut_is_charged_its_calls() -> None:
     """The first judge's model refuses, having spent tokens in two model calls (the
     guard catches it and asks another); the second is held until the cancel."""
-    judging, never = anyio.Event(), anyio.Event()
+    judging, held = held_until_cut()
     refused_usage = Usage(input_tokens=9, output_tokens=2, micro_usd=11)
 
     async def refusing(request: ModelRequest) -> str:
         raise ModelRefused("refused", usage=refused_usage, model_calls=2)
-
-    async def held(request: ModelRequest) -> str:
-        judging.set()
-        await never.wait()  # until the run's cancel cuts it
-        return "fine"
 
     refuser = ScriptedModel(refusing, price=PRICE)
     slow = ScriptedModel(held, price=PRICE)
@@ -201,21 +172,14 @@ async def test_a_refused_judge_before_the_cut_is_charged_its_calls() -> None:
         await judge(slow, ModelRequest(messages=(Message.user("and this?"),)))
         return Pass()
 
-    model = ScriptedModel(_brain, price=PRICE)
+    model = ScriptedModel(brain, price=PRICE)
     team = Team(
         name="refused",
         planner=Planner(model=model, guardrails=[guard]),
         workers=[Worker(name="w", description="drafts", model=model)],
         budget=Budget(usd=1.0),
     )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await judging.wait()
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    result = ending.result
+    result = await cancelled_once(team, judging.wait)
     assert result.model_calls == 4  # the plan, the refused judge's two calls, the held one
     planner = result.usage_by_role["planner"]
     assert planner.micro_usd > result.estimated_usage.micro_usd + refused_usage.micro_usd

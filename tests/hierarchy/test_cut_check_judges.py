@@ -14,37 +14,23 @@ The second judge's model is held on an Event it never gets; the run is cancelled
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Literal
 
-import anyio
 import pytest
 
-from regiment.hierarchy import Budget, Planner, RunCompleted, RunResult, Team, Worker
+from regiment.hierarchy import Budget, Planner, RunResult, Team, Worker
 from regiment.hierarchy.guard import AnswerSubject, Outcome, Pass, PlanSubject, judge
-from regiment.models import Message, ModelRequest, Price, ScriptedModel, Usage
+from regiment.models import Message, ModelRequest, ScriptedModel, Usage
+
+from .cut_run import MAX_TOKENS, PRICE, brain, cancelled_once, held_until_cut
 
 pytestmark = pytest.mark.anyio
 
-PRICE = Price(input=1.0, output=1.0)
-MAX_TOKENS = ModelRequest(messages=()).max_tokens  # the judge's request holds no other
-
-
-def _brain(request: ModelRequest) -> str:
-    if request.role == "planner":
-        return json.dumps({"steps": [{"id": "s1", "description": "draft"}]})
-    return "drafted"
-
 
 async def _cut_while_checking(kind: Literal["plan", "answer"]) -> tuple[RunResult, Usage]:
-    judging, never = anyio.Event(), anyio.Event()
+    judging, held = held_until_cut()
     said: list[Usage] = []
-
-    async def held(request: ModelRequest) -> str:
-        judging.set()
-        await never.wait()  # until the run's cancel cuts it
-        return "fine"
 
     quick = ScriptedModel(lambda request: "fine", price=PRICE)
     slow = ScriptedModel(held, price=PRICE)
@@ -61,7 +47,7 @@ async def _cut_while_checking(kind: Literal["plan", "answer"]) -> tuple[RunResul
         await asked()
         return Pass()
 
-    model = ScriptedModel(_brain, price=PRICE)
+    model = ScriptedModel(brain, price=PRICE)
     planner = (
         Planner(model=model, guardrails=[plan_guard])
         if kind == "plan"
@@ -73,16 +59,9 @@ async def _cut_while_checking(kind: Literal["plan", "answer"]) -> tuple[RunResul
         workers=[Worker(name="w", description="drafts", model=model)],
         budget=Budget(usd=1.0),
     )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await judging.wait()
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    assert ending.result.status == "cancelled"
+    result = await cancelled_once(team, judging.wait)
     (first,) = said
-    return ending.result, first
+    return result, first
 
 
 async def test_a_plan_guards_judges_cut_as_the_run_ends_are_in_its_result(

@@ -13,44 +13,29 @@ The judge's model is held on an Event it never gets; the run is cancelled once i
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Literal
 
-import anyio
 import pytest
 
-from regiment.hierarchy import Budget, Planner, RunCompleted, RunResult, Team, Worker
+from regiment.hierarchy import Budget, Planner, RunResult, Team, Worker
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge
-from regiment.models import Message, ModelRequest, Price, ScriptedModel, Usage
+from regiment.models import Message, ModelRequest, ScriptedModel, Usage
+
+from .cut_run import MAX_TOKENS, PRICE, brain, cancelled_once, held_until_cut
 
 pytestmark = pytest.mark.anyio
 
-PRICE = Price(input=1.0, output=1.0)
-MAX_TOKENS = ModelRequest(messages=()).max_tokens  # the judge's request holds no other
-
-
-def _brain(request: ModelRequest) -> str:
-    if request.role == "planner":
-        return json.dumps({"steps": [{"id": "s1", "description": "draft"}]})
-    return "drafted"
-
 
 async def _cut_while_judging(side: Literal["step", "planner"]) -> RunResult:
-    judging, never = anyio.Event(), anyio.Event()
-
-    async def held(request: ModelRequest) -> str:
-        judging.set()
-        await never.wait()  # until the run's cancel cuts it
-        return "fine"
-
+    judging, held = held_until_cut()
     judge_model = ScriptedModel(held, price=PRICE)
 
     async def guard(subject: ReplySubject) -> Outcome:
         await judge(judge_model, ModelRequest(messages=(Message.user("is this fine?"),)))
         return Pass()
 
-    model = ScriptedModel(_brain, price=PRICE)
+    model = ScriptedModel(brain, price=PRICE)
     on_step = [guard] if side == "step" else []
     team = Team(
         name="judged",
@@ -58,15 +43,7 @@ async def _cut_while_judging(side: Literal["step", "planner"]) -> RunResult:
         workers=[Worker(name="w", description="drafts", model=model, guardrails=on_step)],
         budget=Budget(usd=1.0),
     )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await judging.wait()
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    assert ending.result.status == "cancelled"
-    return ending.result
+    return await cancelled_once(team, judging.wait)
 
 
 def _judge_charged(

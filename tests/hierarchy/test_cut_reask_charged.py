@@ -18,20 +18,20 @@ import anyio
 import pydantic
 import pytest
 
-from regiment.hierarchy import Budget, Planner, RunCompleted, RunResult, Team, Worker
+from regiment.hierarchy import Budget, Planner, RunResult, Team, Worker
 from regiment.models import (
     ModelRequest,
     ModelResponse,
-    Price,
     ScriptedModel,
     TextPart,
     Usage,
     priced,
 )
 
+from .cut_run import PRICE, cancelled_once
+
 pytestmark = pytest.mark.anyio
 
-PRICE = Price(input=1.0, output=1.0)
 FIRST = Usage(input_tokens=40, output_tokens=3)  # what the first ask's reply reports
 
 
@@ -65,15 +65,7 @@ async def _cut_while_asked_again(first_text: str, structured: bool) -> RunResult
         budget=Budget(usd=1.0),
         output_type=Answer if structured else None,
     )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await asked_again.wait()
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    assert ending.result.status == "cancelled"
-    return ending.result
+    return await cancelled_once(team, asked_again.wait)
 
 
 @pytest.mark.parametrize(("first_text", "structured"), [("", False), ("not json", True)])

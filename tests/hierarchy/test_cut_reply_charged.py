@@ -19,21 +19,21 @@ import logging
 import anyio
 import pytest
 
-from regiment.hierarchy import Budget, Planner, RunCompleted, Team, Worker
+from regiment.hierarchy import Budget, Planner, Team, Worker
 from regiment.hierarchy.guard import Outcome, Pass, ReplySubject
 from regiment.models import (
     ModelRequest,
     ModelResponse,
-    Price,
     ScriptedModel,
     TextPart,
     Usage,
     priced,
 )
 
+from .cut_run import PRICE, cancelled_once
+
 pytestmark = pytest.mark.anyio
 
-PRICE = Price(input=1.0, output=1.0)
 SAID = Usage(input_tokens=10, output_tokens=5)  # what the synthesis' reply reports
 
 
@@ -65,15 +65,7 @@ async def test_a_synthesis_reply_cut_while_its_guards_judge_it_is_charged_what_i
         workers=[Worker(name="w", description="drafts", model=model)],
         budget=Budget(usd=1.0),
     )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await judging.wait()
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    result = ending.result
-    assert result.status == "cancelled"
+    result = await cancelled_once(team, judging.wait)
     said = priced(SAID, PRICE)
     assert result.usage_by_role["synthesizer"] == said  # not its most (max_tokens as output)
     assert result.estimated_usage == Usage()  # what it reported: no estimate

@@ -10,9 +10,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-__all__ = ("killed_child",)
+__all__ = ("journal_at", "killed_child")
+
+
+def journal_at(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, name: str = "runs"
+) -> str:
+    """Where a test's journal is: ``kind`` "sqlite", a file ``<name>.db`` in ``tmp_path``;
+    else a schema of its own on the session's PostgreSQL server."""
+    if kind == "sqlite":
+        return str(tmp_path / f"{name}.db")
+    return str(request.getfixturevalue("postgres_url"))
 
 
 def _said(log: Path) -> str:

@@ -38,7 +38,7 @@ from regiment.models import Usage
 from regiment.serve import create_app
 
 from . import in_flight_team, stalled_team
-from .killed_child import killed_child
+from .killed_child import journal_at, killed_child
 
 pytestmark = pytest.mark.anyio
 
@@ -46,16 +46,20 @@ pytestmark = pytest.mark.anyio
 CASES = [("asyncio", "sqlite"), ("trio", "sqlite"), ("asyncio", "postgres")]
 
 
-def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if kind == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
 async def _killed_in_tool(where: str, tmp_path: Path, backend: str) -> str:
     args = [where, str(tmp_path / "side"), str(tmp_path / "requests"), backend]
     child = Path(stalled_team.__file__)
     async with killed_child(child, args, tmp_path / "child.log", "in tool", 60) as run_id:
+        return run_id
+
+
+async def _killed_in_flight(where: str, bill: Path, backend: str, shape: str) -> str:
+    """The id of a run of ``in_flight_team`` (``shape`` "flat" or "nested") whose process
+    was SIGKILLed while its worker's third model call was in flight (``bill``: what its
+    model billed)."""
+    args = [where, str(bill), "0.004", "worker", shape, backend]
+    child = Path(in_flight_team.__file__)
+    async with killed_child(child, args, bill.with_name("child.log"), "in flight", 60) as run_id:
         return run_id
 
 
@@ -67,7 +71,7 @@ def _replies(records: Sequence[object]) -> Usage:
 async def test_a_run_killed_in_its_tool_is_cancelled_without_running_again(
     anyio_backend: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    where = _where(kind, tmp_path, request)
+    where = journal_at(kind, tmp_path, request)
     run_id = await _killed_in_tool(where, tmp_path, anyio_backend)
     side, asked = tmp_path / "side", tmp_path / "requests"
     assert (side.read_text(), asked.read_text()) == ("m1\n", "planner\nworker\n")
@@ -115,11 +119,8 @@ async def test_a_run_killed_in_its_tool_is_cancelled_without_running_again(
 async def test_a_model_call_in_flight_is_counted_at_its_most(
     anyio_backend: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
-    args = [where, str(bill), "0.004", "worker", "flat", anyio_backend]
-    child = Path(in_flight_team.__file__)
-    async with killed_child(child, args, tmp_path / "child.log", "in flight", 60) as run_id:
-        pass
+    where, bill = journal_at(kind, tmp_path, request), tmp_path / "bill.txt"
+    run_id = await _killed_in_flight(where, bill, anyio_backend, "flat")
     billed = bill.read_text()
     journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
     try:
@@ -149,7 +150,7 @@ async def test_a_model_call_in_flight_is_counted_at_its_most(
 async def test_the_service_cancels_a_run_stalled_mid_work(
     anyio_backend: str, kind: str, child: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    where = _where(kind, tmp_path, request)
+    where = journal_at(kind, tmp_path, request)
     run_id = await _killed_in_tool(where, tmp_path, child)
     side, asked = tmp_path / "side", tmp_path / "requests"
     app = create_app(stalled_team.make_team(side, asked), journal=where)
@@ -169,11 +170,8 @@ async def test_the_service_cancels_a_run_stalled_mid_work(
 async def test_a_nested_run_killed_mid_work_ends_with_its_top_run(
     anyio_backend: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
-    args = [where, str(bill), "0.004", "worker", "nested", anyio_backend]
-    child = Path(in_flight_team.__file__)
-    async with killed_child(child, args, tmp_path / "child.log", "in flight", 60) as run_id:
-        pass
+    where, bill = journal_at(kind, tmp_path, request), tmp_path / "bill.txt"
+    run_id = await _killed_in_flight(where, bill, anyio_backend, "nested")
     billed, nested = bill.read_text(), nested_run_id(run_id, 1, "s1")
     journal = await open_journal(where, clock=lambda: time.time() + LEASE_TTL + 1)
     try:

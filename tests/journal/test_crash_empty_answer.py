@@ -22,7 +22,7 @@ from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import EventRecorded, Journal, open_journal
 
 from .empty_answer_team import GOAL, make_team
-from .killed_child import killed_child
+from .killed_child import journal_at, killed_child
 
 pytestmark = pytest.mark.anyio
 
@@ -85,12 +85,6 @@ async def _resumed(
         await journal.close()
 
 
-def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest, name: str) -> str:
-    if kind == "sqlite":
-        return str(tmp_path / f"{name}.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
 def _same_end(resumed: RunResult, baseline: RunResult) -> None:
     def end(r: RunResult) -> tuple[object, ...]:
         return (r.status, r.answer, r.output, r.budget_exhausted, r.committed, r.model_calls)
@@ -106,10 +100,12 @@ async def test_an_unpaid_empty_answer_ends_the_resumed_run_partial(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     usd = await _tight_usd()
-    baseline, baseline_events = await _baseline(_where(kind, tmp_path, request, "a"), usd, False)
+    baseline, baseline_events = await _baseline(
+        journal_at(kind, tmp_path, request, "a"), usd, False
+    )
     assert (baseline.status, baseline.budget_exhausted) == ("partial", "usd")
     assert baseline.answer == "Partial result (budget exhausted: usd).\ns1: done"
-    where = _where(kind, tmp_path, request, "b")
+    where = journal_at(kind, tmp_path, request, "b")
     run_id = await _killed_after_synthesis(where, usd, "empty", tmp_path / "child.log")
     resumed, events = await _resumed(where, run_id, usd, False)
     # It completed with the answer '' (the replayed reply taken as the answer).

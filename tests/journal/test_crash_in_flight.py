@@ -31,19 +31,13 @@ from regiment.journal import (
 from regiment.models import ModelResponse, TextPart, Usage
 
 from .in_flight_team import SLOW_CALL, bill_of, make_team
-from .killed_child import killed_child
+from .killed_child import journal_at, killed_child
 from .sql_trace import traced, transactions
 
 pytestmark = pytest.mark.anyio
 
 CHILD = Path(__file__).with_name("in_flight_team.py")
 USD = 0.004  # six of the worker's calls: its loop ends on it
-
-
-def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if kind == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 async def _killed_in_flight(
@@ -104,7 +98,7 @@ async def test_a_call_in_flight_at_a_crash_is_counted_and_the_budget_holds(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     calls, key, role, end = CASES[slow]
-    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
+    where, bill = journal_at(kind, tmp_path, request), tmp_path / "bill.txt"
     run_id = await _killed_in_flight(where, bill, slow, anyio_backend, tmp_path / "child.log")
     lines = bill.read_text().splitlines()
     assert [line.split()[0] for line in lines] == ["planner", *calls]
@@ -205,7 +199,7 @@ async def test_a_nested_runs_call_in_flight_is_counted_against_the_run_above(
     """The budget is the run above's; the nested team (a ``TeamWorker``) has none of its
     own, and its step's share holds it: its worker's call in flight is journaled in the
     nested run, charged there as it resumes, and reported up with the step."""
-    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
+    where, bill = journal_at(kind, tmp_path, request), tmp_path / "bill.txt"
     log = tmp_path / "child.log"
     run_id = await _killed_in_flight(where, bill, "worker", "asyncio", log, "nested")
     lines = bill.read_text().splitlines()

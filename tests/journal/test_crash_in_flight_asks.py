@@ -22,7 +22,8 @@ from regiment.journal import ModelCallFinished, ModelCallStarted
 from regiment.models import ModelResponse, TextPart, Usage
 
 from .in_flight_team import SLOW_CALL, bill_of
-from .test_crash_in_flight import USD, _killed_in_flight, _resumed, _where
+from .killed_child import journal_at
+from .test_crash_in_flight import USD, _killed_in_flight, _resumed
 
 pytestmark = pytest.mark.anyio
 
@@ -58,7 +59,7 @@ async def test_a_judge_or_a_second_ask_in_flight_at_a_crash_is_counted(
     request: pytest.FixtureRequest,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
+    where, bill = journal_at(kind, tmp_path, request), tmp_path / "bill.txt"
     run_id = await _killed_in_flight(where, bill, slow, anyio_backend, tmp_path / "child.log")
     lines = bill.read_text().splitlines()
     assert [line.split()[0] for line in lines] == BILLED[slow]

@@ -20,8 +20,8 @@ from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import ModelCallStarted, nested_run_id, open_journal
 
 from .in_flight_team import SLOW_CALL, make_team
-from .killed_child import killed_child
-from .test_crash_in_flight import CHILD, _where
+from .killed_child import journal_at, killed_child
+from .test_crash_in_flight import CHILD
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +40,7 @@ async def test_a_call_in_flight_at_a_crash_counts_against_model_calls(
     request: pytest.FixtureRequest,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    where, bill = _where(kind, tmp_path, request), tmp_path / "bill.txt"
+    where, bill = journal_at(kind, tmp_path, request), tmp_path / "bill.txt"
     args = [where, str(bill), "0", "worker", "flat", anyio_backend, str(CALLS)]
     async with killed_child(CHILD, args, tmp_path / "child.log", "in flight", 60) as run_id:
         pass

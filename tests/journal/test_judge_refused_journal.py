@@ -17,29 +17,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from regiment import Approve
+from regiment.hierarchy import RunResult, Team
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import ModelCallFinished, ModelCallStarted, open_journal
 from regiment.models import Usage
 
 from . import refusing_judge_team as team_of
-from .killed_child import killed_child
+from .killed_child import journal_at, killed_child
 
 pytestmark = pytest.mark.anyio
 
 CASES = [("asyncio", "sqlite"), ("trio", "sqlite"), ("asyncio", "postgres"), ("trio", "postgres")]
 REFUSED = f"refused, {team_of.REFUSAL_CALLS} calls, {team_of.REFUSAL}"
-
-
-def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if kind == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 def _closed(records: Sequence[object]) -> list[ModelCallFinished]:
@@ -48,6 +43,27 @@ def _closed(records: Sequence[object]) -> list[ModelCallFinished]:
     finished = {r.call_key: r for r in records if isinstance(r, ModelCallFinished)}
     assert started - finished.keys() == set()  # no call left looking in flight
     return [r for key, r in finished.items() if "/guard/" in key]
+
+
+async def _approved_and_resumed(
+    team: Team, where: str, at_pause: Callable[[RunResult], None] | None = None
+) -> tuple[RunResult, RunResult, Sequence[object]]:
+    """Runs ``team`` on the journal at ``where`` until it pauses (``at_pause`` checks that
+    result), approves its request and resumes it: the paused and resumed results and
+    the run's journal records."""
+    journal = await open_journal(where)
+    try:
+        async with team.start(journal=journal) as running:
+            paused = await running.run(team_of.GOAL)
+            if at_pause is not None:
+                at_pause(paused)
+            (pending,) = paused.pending_approvals
+            await running.approve(pending.request_id, Approve())
+            resumed = await running.resume(paused.run_id)
+        records = [e.record for e in await journal.read(paused.run_id)]
+    finally:
+        await journal.close()
+    return paused, resumed, records
 
 
 def _no_call_in_flight(caplog: pytest.LogCaptureFixture) -> None:
@@ -64,21 +80,16 @@ async def test_a_refused_judge_is_charged_once_across_a_resume(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="regiment")
-    where = _where(kind, tmp_path, request)
+    where = journal_at(kind, tmp_path, request)
     asked: list[str] = []
     verdicts: list[str] = []
-    journal = await open_journal(where)
-    try:
-        async with team_of.make_team(asked, verdicts).start(journal=journal) as running:
-            paused = await running.run(team_of.GOAL)
-            assert paused.status == "paused"
-            assert asked == ["fine? drafter", "fine? clerk"]
-            (pending,) = paused.pending_approvals
-            await running.approve(pending.request_id, Approve())
-            resumed = await running.resume(paused.run_id)
-        records = [e.record for e in await journal.read(paused.run_id)]
-    finally:
-        await journal.close()
+
+    def at_pause(paused: RunResult) -> None:
+        assert paused.status == "paused"
+        assert asked == ["fine? drafter", "fine? clerk"]
+
+    team = team_of.make_team(asked, verdicts)
+    paused, resumed, records = await _approved_and_resumed(team, where, at_pause)
     # The clerk's step ran again: its judge's question was replayed, not asked; its
     # second reply's question (after the refund) is new.
     assert asked == ["fine? drafter", "fine? clerk", "fine? clerk"]
@@ -107,7 +118,7 @@ async def test_a_stalled_run_cancelled_counts_a_refused_judge_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="regiment")
-    where = _where(kind, tmp_path, request)
+    where = journal_at(kind, tmp_path, request)
     child = Path(team_of.__file__)
     args = [where, anyio_backend]
     async with killed_child(child, args, tmp_path / "child.log", "in tool", 60) as run_id:
@@ -142,20 +153,11 @@ async def test_a_plan_guards_refused_judge_is_replayed_on_resume(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="regiment")
-    where = _where(kind, tmp_path, request)
+    where = journal_at(kind, tmp_path, request)
     asked: list[str] = []
     verdicts: list[str] = []
     team = team_of.make_team(asked, verdicts, plan_guard=True)
-    journal = await open_journal(where)
-    try:
-        async with team.start(journal=journal) as running:
-            paused = await running.run(team_of.GOAL)
-            (pending,) = paused.pending_approvals
-            await running.approve(pending.request_id, Approve())
-            resumed = await running.resume(paused.run_id)
-        records = [e.record for e in await journal.read(paused.run_id)]
-    finally:
-        await journal.close()
+    paused, resumed, records = await _approved_and_resumed(team, where)
     # The plan's judge is asked once: the resume replays its refusal to the plan's guard.
     assert asked.count("fine? the plan") == 1
     assert verdicts.count(f"the plan: {REFUSED}") == 2

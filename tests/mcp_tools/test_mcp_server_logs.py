@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from typing import cast
 
@@ -136,9 +136,14 @@ async def test_a_flood_is_bounded_and_what_was_dropped_is_said(
     assert messages[101:] == ["MCP server 'chat' during tool chatty: after"]
 
 
-async def test_a_message_during_several_calls_names_them_all(
-    server: MCPServer, kept: _Kept
+async def during_a_hang(
+    server: MCPServer,
+    busy: Callable[[Toolset], Awaitable[object]],
+    after: Callable[[Toolset], Awaitable[object]] | None = None,
 ) -> None:
+    """``server`` in a hub of its own: ``busy(tools)`` while its ``c_hang`` call is in
+    flight (it never answers: the port it reaches is accepted and closed), then the hang
+    cancelled and ``after(tools)`` (30 s in all: a hang guard)."""
     async with (
         await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
         MCPHub.open() as hub,
@@ -152,8 +157,19 @@ async def test_a_message_during_several_calls_names_them_all(
                 )  # no answer
                 stream = await cast(SocketListener, listener.listeners[0]).accept()
                 await stream.aclose()  # the hang is in flight
-                await tools.call("c_chatty", {"text": "busy", "level": "warning"}, call_id="c")
+                await busy(tools)
                 tg.cancel_scope.cancel()
+            if after is not None:
+                await after(tools)
+
+
+async def test_a_message_during_several_calls_names_them_all(
+    server: MCPServer, kept: _Kept
+) -> None:
+    async def busy(tools: Toolset) -> None:
+        await tools.call("c_chatty", {"text": "busy", "level": "warning"}, call_id="c")
+
+    await during_a_hang(server, busy)
     (record,) = kept.records
     assert record.getMessage() == "MCP server 'chat' during one of 2 calls (chatty, hang): busy"
     assert record.mcp_tool is None  # type: ignore[attr-defined]

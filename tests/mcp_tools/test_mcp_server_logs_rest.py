@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from functools import partial
 from pathlib import Path
-from typing import cast
 
-import anyio
 import pytest
-from anyio.abc import SocketAttribute, SocketListener
 
 from regiment.tools import MCPHub, MCPServer, Toolset
 
 from .conftest import SDK_HTTP_LEAKS
-from .test_mcp_server_logs import _Kept, kept, server
+from .test_mcp_server_logs import _Kept, during_a_hang, kept, server
 
 pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
 __all__ = ("kept", "server")  # (fixtures)
@@ -51,22 +47,15 @@ async def test_a_flood_while_no_call_runs_is_bounded_and_said_once(kept: _Kept) 
 async def test_a_flood_during_several_calls_is_bounded_apart_from_each_call(
     server: MCPServer, kept: _Kept
 ) -> None:
-    async with (
-        await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
-        MCPHub.open() as hub,
-    ):
-        port = listener.extra(SocketAttribute.local_port)
-        tools = (await hub.worker_tools(Toolset("w"), [server])).current()
-        with anyio.fail_after(30):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(partial(tools.call, "c_hang", {"port": port}, call_id="h"))
-                stream = await cast(SocketListener, listener.listeners[0]).accept()
-                await stream.aclose()  # the hang is in flight
-                said = await tools.call("c_chatty", {"text": "busy", "count": 250}, call_id="c")
-                assert said.content == {"result": "logged 250"}
-                tg.cancel_scope.cancel()
-            # Alone now, a call has its own allowance, whatever the rest used.
-            await tools.call("c_chatty", {"text": "alone"}, call_id="a")
+    async def busy(tools: Toolset) -> None:
+        said = await tools.call("c_chatty", {"text": "busy", "count": 250}, call_id="c")
+        assert said.content == {"result": "logged 250"}
+
+    async def alone(tools: Toolset) -> None:
+        # Alone now, a call has its own allowance, whatever the rest used.
+        await tools.call("c_chatty", {"text": "alone"}, call_id="a")
+
+    await during_a_hang(server, busy, alone)
     messages = [r.getMessage() for r in kept.records]
     during = "MCP server 'chat' during one of 2 calls (chatty, hang): busy"
     assert messages[:2] == [during, f"{during} 1"]

@@ -16,13 +16,15 @@ import dataclasses
 import functools
 import json
 import logging
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
 
-from regiment.hierarchy import Budget, Planner, Ray, RunCompleted, Team
+from regiment.hierarchy import Budget, Planner, Ray, RunResult, Team, Worker
 from regiment.models import ModelRequest, ScriptedModel
 
+from ..hierarchy.cut_run import cancelled_once
 from ..hierarchy.held_call import FREE, USD, api, until_held
 from ..models.standin import StandIn
 from ._guard_cut import REFUSAL, judged
@@ -38,11 +40,9 @@ def _brain(request: ModelRequest) -> str:
     return "done"
 
 
-async def test_a_ray_steps_cut_chain_charges_its_answered_judge(
-    ray_session: ModuleType, api: StandIn, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.INFO, logger="regiment.run")
-    build = functools.partial(judged, api.base_url)
+async def _cut_on_a_replica(api: StandIn, build: Callable[[], Worker]) -> RunResult:
+    """A run whose one step runs on a Ray replica (``build``'s worker), cancelled once the
+    stand-in holds its second judge's call (90 s: a hang guard)."""
     worker = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
     team = Team(
         name="chained",
@@ -50,15 +50,15 @@ async def test_a_ray_steps_cut_chain_charges_its_answered_judge(
         workers=[worker],
         budget=Budget(usd=USD),
     )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await until_held(api, 90)  # a hang guard: the second judge's call is held
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    result = ending.result
-    assert result.status == "cancelled"
+    return await cancelled_once(team, functools.partial(until_held, api, 90))
+
+
+async def test_a_ray_steps_cut_chain_charges_its_answered_judge(
+    ray_session: ModuleType, api: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="regiment.run")
+    build = functools.partial(judged, api.base_url)
+    result = await _cut_on_a_replica(api, build)
     assert result.model_calls == 4  # the plan, the step's reply, both judge calls
     estimated = result.estimated_usage  # only the held judge call is an estimate
     assert (estimated.input_tokens, estimated.output_tokens) == (10, 200)  # its most
@@ -78,21 +78,7 @@ async def test_a_ray_steps_refused_judge_is_charged_what_it_reported(
     left looking in flight and charged at its most as cut with the held one."""
     caplog.set_level(logging.INFO, logger="regiment.run")
     build = functools.partial(judged, api.base_url, refused=True)
-    worker = dataclasses.replace(build(), placement=Ray(build=build, num_cpus=0))
-    team = Team(
-        name="chained",
-        planner=Planner(model=ScriptedModel(_brain, price=FREE)),
-        workers=[worker],
-        budget=Budget(usd=USD),
-    )
-    async with team.start() as running:
-        async with running.stream("draft") as events:
-            async for _ in events:
-                await until_held(api, 90)  # a hang guard: the second judge's call is held
-                break  # leaving the block cancels the run
-        ending = events.ending
-    assert isinstance(ending, RunCompleted)
-    result = ending.result
+    result = await _cut_on_a_replica(api, build)
     assert result.model_calls == 4  # the plan, the step's reply, both judge calls
     estimated = result.estimated_usage  # only the held judge call is an estimate
     assert (estimated.input_tokens, estimated.output_tokens) == (10, 200)

@@ -3,8 +3,6 @@ real PostgreSQL server), across a restart of the service, under real uvicorn."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx2 as httpx
 import msgspec
 import pytest
@@ -17,13 +15,6 @@ from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
 from .sse import Frame, frames, run_events
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 async def test_a_paused_run_is_decided_and_resumed_after_a_restart(journal: str) -> None:

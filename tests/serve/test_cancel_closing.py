@@ -8,12 +8,8 @@ pause is cancelled as a paused run once the pause is written (it stayed paused).
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 import anyio
 import httpx2 as httpx
-import psycopg
 import pytest
 
 from examples.service.serving import serving
@@ -22,15 +18,9 @@ from regiment.hierarchy import Planner, Team, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.serve.journals import hold_write_lock
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 def _gated_team(started: anyio.Event, go: anyio.Event) -> Team:
@@ -48,19 +38,6 @@ def _gated_team(started: anyio.Event, go: anyio.Event) -> Team:
     return Team(name="support", planner=Planner(model=model), workers=[worker])
 
 
-def _hold(journal: str, run_id: str) -> sqlite3.Connection | psycopg.Connection[object]:
-    """Another connection holding the journal's write lock (SQLite: the file's; PostgreSQL:
-    the run's row) in an open transaction: closing it lets go."""
-    if journal.startswith("postgresql://"):
-        holder: psycopg.Connection[object] = psycopg.connect(journal, autocommit=True)
-        holder.execute(b"BEGIN")
-        holder.execute(b"SELECT 1 FROM journal_runs WHERE run_id = %s FOR UPDATE", (run_id,))
-        return holder
-    lock = sqlite3.connect(journal, isolation_level=None)
-    lock.execute("BEGIN IMMEDIATE")
-    return lock
-
-
 async def test_a_cancel_as_the_runs_end_is_journaled_says_it_had_ended(journal: str) -> None:
     started, go = anyio.Event(), anyio.Event()
     app = create_app(_gated_team(started, go), journal=journal)
@@ -69,7 +46,7 @@ async def test_a_cancel_as_the_runs_end_is_journaled_says_it_had_ended(journal: 
         run_id = posted.json()["run_id"]
         with anyio.fail_after(20):  # guards against a hang: the assertions are below
             await started.wait()
-        holder = _hold(journal, run_id)  # the run's end waits for it to be written
+        holder = hold_write_lock(journal, run_id)  # the run's end waits for it to be written
         try:
             go.set()
             runs = app.state.regiment_service.runs
@@ -106,7 +83,7 @@ async def test_a_cancel_as_a_runs_pause_is_journaled_cancels_the_paused_run(jour
         with anyio.fail_after(20):  # guards against a hang: the assertions are below
             while not (await c.get("/approvals")).json()["approvals"]:
                 pass  # its request is journaled; its slow step holds its pause
-        holder = _hold(journal, run_id)  # the pause's end waits for it to be written
+        holder = hold_write_lock(journal, run_id)  # the pause's end waits for it to be written
         answers: list[httpx.Response] = []
         try:
             shop.release.set()

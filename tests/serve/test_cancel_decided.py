@@ -9,12 +9,10 @@ httpx, a real SQLite file and a real PostgreSQL server)."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 from pathlib import Path
 
 import anyio
 import httpx2 as httpx
-import psycopg
 import pytest
 
 from examples.service.serving import serving
@@ -23,20 +21,11 @@ from regiment.hierarchy.run._brief_holds import BriefHold
 from regiment.hierarchy.run._journaling import owner_name
 from regiment.journal import Journal, PostgresJournal, SqliteJournal, open_journal
 from regiment.serve import create_app
-from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.hierarchy.approval_team import Shop, shop_team
 from tests.journal.records import created, new_id
+from tests.serve.journals import PLAN, hold_write_lock
 
 pytestmark = pytest.mark.anyio
-
-
-PLAN = plan_json(step("s1", "billing", "refund 2 500"))
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 async def _decided(c: httpx.AsyncClient) -> str:
@@ -80,19 +69,6 @@ async def _short_wait(journal: str) -> Journal:
     return await SqliteJournal.open(journal, busy_timeout=1.0)
 
 
-def _hold(journal: str, run_id: str) -> sqlite3.Connection | psycopg.Connection[object]:
-    """Another connection that holds the journal's write lock (SQLite: the file's; PostgreSQL:
-    the run's row), in a transaction left open: closing it lets go."""
-    if journal.startswith("postgresql://"):
-        holder: psycopg.Connection[object] = psycopg.connect(journal, autocommit=True)
-        holder.execute(b"BEGIN")
-        holder.execute(b"SELECT 1 FROM journal_runs WHERE run_id = %s FOR UPDATE", (run_id,))
-        return holder
-    lock = sqlite3.connect(journal, isolation_level=None)
-    lock.execute("BEGIN IMMEDIATE")
-    return lock
-
-
 async def test_a_cancel_the_journal_lock_holds_is_503_then_cancels_once_it_is_gone(
     journal: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -105,7 +81,7 @@ async def test_a_cancel_the_journal_lock_holds_is_503_then_cancels_once_it_is_go
             httpx.AsyncClient(base_url=url, timeout=60) as c,
         ):
             run_id = await _decided(c)
-            holder = _hold(journal, run_id)
+            holder = hold_write_lock(journal, run_id)
             try:
                 with caplog.at_level(logging.ERROR, logger="regiment"), anyio.fail_after(20):
                     refused = await c.post(f"/runs/{run_id}/cancel")  # (fail_after: a guard)

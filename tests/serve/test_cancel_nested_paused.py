@@ -6,8 +6,6 @@ PostgreSQL server; the views read again by a second app on the same journal)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx2 as httpx
 import pytest
 
@@ -17,13 +15,6 @@ from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, nested_team, plan_json, step
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 async def test_cancelling_a_paused_run_ends_its_paused_nested_run_too(journal: str) -> None:

@@ -5,28 +5,17 @@ sees it so. Before, the cancel answered ``{"cancelling": false}`` and changed no
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx2 as httpx
 import pytest
 
 from examples.service.serving import serving
 from regiment.serve import create_app
-from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.hierarchy.approval_team import Shop, shop_team
+from tests.serve.journals import PLAN
 
 from .sse import run_events
 
 pytestmark = pytest.mark.anyio
-
-
-PLAN = plan_json(step("s1", "billing", "refund 2 500"))
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 async def test_a_paused_run_is_cancelled_over_http(journal: str) -> None:

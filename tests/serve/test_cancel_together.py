@@ -8,43 +8,17 @@ httpx, a real SQLite file and a real PostgreSQL server)."""
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 import anyio
 import httpx2 as httpx
-import psycopg
 import pytest
 
 from examples.service.serving import serving
 from regiment.hierarchy.run import _brief_holds
 from regiment.serve import create_app
-from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.hierarchy.approval_team import Shop, shop_team
+from tests.serve.journals import PLAN, hold_write_lock
 
 pytestmark = pytest.mark.anyio
-
-
-PLAN = plan_json(step("s1", "billing", "refund 2 500"))
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
-def _hold(journal: str, run_id: str) -> sqlite3.Connection | psycopg.Connection[object]:
-    """Another connection holding the journal's write lock (SQLite: the file's; PostgreSQL:
-    the run's row) in an open transaction: closing it lets go."""
-    if journal.startswith("postgresql://"):
-        holder: psycopg.Connection[object] = psycopg.connect(journal, autocommit=True)
-        holder.execute(b"BEGIN")
-        holder.execute(b"SELECT 1 FROM journal_runs WHERE run_id = %s FOR UPDATE", (run_id,))
-        return holder
-    lock = sqlite3.connect(journal, isolation_level=None)
-    lock.execute("BEGIN IMMEDIATE")
-    return lock
 
 
 async def test_of_two_cancels_posted_together_the_second_says_it_had_ended(journal: str) -> None:
@@ -59,7 +33,7 @@ async def test_of_two_cancels_posted_together_the_second_says_it_had_ended(journ
     ):
         assert (await c.get(f"/runs/{run_id}")).json()["status"] == "paused"
         answers: list[dict[str, object]] = []
-        holder = _hold(journal, run_id)
+        holder = hold_write_lock(journal, run_id)
         try:
             async with anyio.create_task_group() as tg:
 

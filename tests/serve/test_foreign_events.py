@@ -7,7 +7,6 @@ and a resume is a 409 that says why (it was a 500) (real uvicorn + httpx, a real
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import httpx2 as httpx
 import msgspec
@@ -23,13 +22,6 @@ from tests.serve.sse import run_events
 from tests.serve.teams import support_team
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 async def _foreign_run(journal: str) -> str:

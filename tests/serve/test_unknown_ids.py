@@ -78,13 +78,6 @@ async def test_a_finished_run_and_its_nested_run_are_answered_as_they_are(
     assert f"(POST /runs/{top}/resume)" in resume_nested.json()["detail"]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def journal(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
 async def test_an_id_no_journal_can_hold_is_an_unknown_run(journal: str, tmp_path: Path) -> None:
     app = create_app(make_office(ledger=Ledger(tmp_path)), journal=journal)
     async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as c:
