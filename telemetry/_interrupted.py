@@ -29,6 +29,7 @@ from regiment.telemetry._attributes import agent_attributes, tool_attributes
 from regiment.telemetry._open_root import OpenCall, OpenRoot, OpenStep, span_context_of
 from regiment.telemetry._reopen import GivenIds, nanoseconds, parent_context
 from regiment.telemetry._scope import mark_error
+from regiment.telemetry._step_ids import parsed_span_id
 
 __all__ = ("end_interrupted",)
 
@@ -74,11 +75,8 @@ def end_interrupted(
 
 def _step_context(root: SpanContext, span: str) -> SpanContext | None:
     """The span of id ``span`` (16 hex digits) in ``root``'s trace; ``None`` if none is."""
-    try:
-        span_id = int(span, 16)
-    except ValueError:  # (a hand-made record: nothing to end)
-        return None
-    if span_id == 0:
+    span_id = parsed_span_id(span)
+    if span_id == 0:  # (none, or a hand-made record: nothing to end)
         return None
     return SpanContext(root.trace_id, span_id, False, root.trace_flags, root.trace_state)
 

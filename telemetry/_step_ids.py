@@ -91,7 +91,7 @@ class GivenSpanIds:
         if not self._made:
             self._made = True
             self._base = self._copy(self._source())
-        given = _parsed(span_id)
+        given = parsed_span_id(span_id)
         if self._base is None or given == 0:
             return tracer
         self._next = given
@@ -122,7 +122,8 @@ class GivenSpanIds:
         return self._ids.is_trace_id_random()
 
 
-def _parsed(span_id: str) -> int:
+def parsed_span_id(span_id: str) -> int:
+    """The span id ``span_id`` (16 hex digits) names; 0 (no span) if it is not one."""
     if len(span_id) != 16:
         return 0
     try:
