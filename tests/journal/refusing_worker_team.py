@@ -13,6 +13,7 @@ prints ``run RUN_ID`` when the run starts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -20,7 +21,7 @@ import anyio
 
 from regiment import Budget, Planner, Price, ScriptedModel, Team, Worker, tool
 from regiment.errors import ModelRefused
-from regiment.hierarchy import RunStarted
+from regiment.hierarchy import Ray, RunStarted
 from regiment.models import ModelRequest, ModelResponse, ToolCallPart, ToolResultPart, Usage
 
 GOAL = "draft, then refund order 7"
@@ -46,9 +47,20 @@ def _reply(request: ModelRequest) -> str | ModelResponse:
     return "done"
 
 
-def make_team(asked: list[str], *, hang: bool = False, approval: bool = True) -> Team:
+def _refused(request: ModelRequest) -> str:
+    raise ModelRefused("refused", usage=REFUSAL, model_calls=REFUSAL_CALLS)
+
+
+def drafter() -> Worker:
+    """The drafter whose model refuses, as a Ray replica builds it (``on_ray``)."""
+    return Worker(name="drafter", description="drafts", model=ScriptedModel(_refused, price=PRICE))
+
+
+def make_team(
+    asked: list[str], *, hang: bool = False, approval: bool = True, on_ray: bool = False
+) -> Team:
     """The team; ``asked``: the role of each request a model got (``drafter`` for the
-    refusing model's)."""
+    refusing model's, unless ``on_ray``: the drafter runs on a Ray replica)."""
 
     @tool(requires_approval=approval and not hang)
     async def refund(order: str) -> str:
@@ -67,13 +79,16 @@ def make_team(asked: list[str], *, hang: bool = False, approval: bool = True) ->
         return _reply(request)
 
     model = ScriptedModel(replying, price=PRICE)
+    drafting = Worker(
+        name="drafter", description="drafts", model=ScriptedModel(refusing, price=PRICE)
+    )
+    if on_ray:
+        drafting = dataclasses.replace(drafter(), placement=Ray(build=drafter, num_cpus=0))
     return Team(
         name="shop",
         planner=Planner(model=model),
         workers=[
-            Worker(
-                name="drafter", description="drafts", model=ScriptedModel(refusing, price=PRICE)
-            ),
+            drafting,
             Worker(name="clerk", description="refunds", model=model, tools=[refund]),
         ],
         budget=Budget(usd=1.0),
