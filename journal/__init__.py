@@ -20,8 +20,8 @@ Records
     and :class:`StepReported` (result, with ``committed``), :class:`ToolCallStarted`
     (intent, with the idempotency key) and :class:`ToolCallFinished` (result),
     :class:`ModelCallStarted` (intent, a budgeted run's: the most the call may spend)
-    and :class:`ModelCallFinished` (the response, usage inside; a guard's judge call
-    that failed: its error, ``failed``), :class:`EventRecorded`
+    and :class:`ModelCallFinished` (the response, usage inside; a call that failed once
+    sent, a worker's or a guard's judge's: its error, ``failed``), :class:`EventRecorded`
     (events in order: the sequence number orders them), :class:`ApprovalRequested`
     and :class:`ApprovalDecided`. What the engine owns and may reshape (a plan, a
     step report, an event, the ``RunResult``) travels as a JSON object

@@ -212,11 +212,13 @@ class ModelCallFinished(
         unpaid: a synthesis answer (empty, or not valid) that the run's budget could not
             pay to ask again for, so the run ended on that limit: the engine's
             ``{"limit": ..., "why": ...}``; ``None`` otherwise, and in older journals.
-        failed: a guard's judge call that failed (a refused reply, a broken stream):
+        failed: a worker's own call or a guard's judge call that failed once sent (a
+            refused reply, a broken stream):
             ``{"error": <its ModelError class>, "message": ...}``; ``response`` holds
             what it reported spending, over ``calls`` (0: it reported nothing). It closes
-            the call's intent, and a resume raises the same error to the guard again
-            rather than asking; ``None`` otherwise, and in older journals.
+            the call's intent, and a resume raises the same error again (to the step, or
+            the guard) rather than asking; a ``ModelAPIError``'s also keeps its
+            ``status_code`` and ``permanent``; ``None`` otherwise, and in older journals.
     """
 
     call_key: str

@@ -49,19 +49,29 @@ def charge_failed(responses: list[ModelResponse], exc: ModelError) -> None:
 
 
 def failure(exc: ModelError) -> tuple[ModelResponse, int, JsonObject]:
-    """What journals the failed call ``exc``: its reply (what it spent), its model calls
+    """What journals the failed call ``exc`` (a judge's, or a worker's own): its reply (what it spent), its model calls
     (0: it reported no usage, and the run charged none) and ``ModelCallFinished.failed``."""
     kind = type(exc).__name__ if type(exc) in _KINDS.values() else ModelError.__name__
     calls = 0 if exc.usage is None else exc.model_calls
-    return failed_reply(exc.usage or Usage()), calls, {"error": kind, "message": str(exc)}
+    failed: JsonObject = {"error": kind, "message": str(exc)}
+    if isinstance(exc, ModelAPIError):  # what decides a step's failure: fatal, or replanned
+        failed.update(status_code=exc.status_code, permanent=exc.permanent)
+    if exc.usage_estimated:
+        failed["estimated"] = True
+    return failed_reply(exc.usage or Usage()), calls, failed
 
 
 def raised_again(response: ModelResponse, calls: int, failed: JsonObject) -> ModelError:
-    """The error a journaled failed judge call (``failure``) raised, to raise again."""
+    """The error a journaled failed call (``failure``) raised, to raise again."""
     kind, message = failed.get("error"), failed.get("message")
     exc = _KINDS.get(kind if isinstance(kind, str) else "", ModelError)(str(message or ""))
+    if isinstance(exc, ModelAPIError):  # (older journals: what its message implies)
+        status, permanent = failed.get("status_code"), failed.get("permanent")
+        exc.status_code = status if isinstance(status, int) else None
+        exc.permanent = permanent if isinstance(permanent, bool) else exc.permanent
     if calls > 0:
         exc.usage, exc.model_calls = response.usage, calls
+        exc.usage_estimated = failed.get("estimated") is True
     return exc
 
 

@@ -23,7 +23,7 @@ import msgspec
 from opentelemetry import trace
 
 from regiment._json import JsonObject
-from regiment.errors import JournalError
+from regiment.errors import JournalError, ModelError
 from regiment.hierarchy._in_flight import StepCut, journal_intent, limits_spending, most_spent
 from regiment.hierarchy._live_events import LiveSink, observed_tool_call, told_unrun
 from regiment.hierarchy._messages import AssignStep
@@ -31,6 +31,7 @@ from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._replay import NO_REPLAY, Replay
 from regiment.hierarchy.guard._judge import JudgeTape
 from regiment.hierarchy.guard._note import GuardNote
+from regiment.hierarchy.guard._tape import failure, raised_again
 from regiment.journal import (
     Journal,
     Lease,
@@ -45,7 +46,7 @@ from regiment.telemetry import current_span_id
 from regiment.telemetry import semconv as sc
 from regiment.tools import Approver, RunContext, ToolResult, Toolset
 
-__all__ = ("CallLog", "JournaledCaller", "RunCalls", "RunLookup", "StepCalls", "derived_key")
+__all__ = ("CallLog", "RunCalls", "RunLookup", "StepCalls", "derived_key", "step_key")
 
 _CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
 
@@ -99,6 +100,16 @@ class RunCalls:
         except JournalError as exc:
             self.error = exc
             raise
+
+
+def step_key(assign: AssignStep, n: int) -> str:
+    """The journal key of the step's model call number ``n``: ``step/{version}/{step}/{n}``;
+    a later attempt of the step keys its calls apart (``.../a{attempt}/{n}``), so it is
+    never handed an earlier attempt's reply or failure (a first attempt's keys are those
+    of older journals)."""
+    if assign.attempt == 1:
+        return f"step/{assign.plan_version}/{assign.step.id}/{n}"
+    return f"step/{assign.plan_version}/{assign.step.id}/a{assign.attempt}/{n}"
 
 
 RunLookup = Callable[[str], RunCalls | None]
@@ -206,13 +217,14 @@ class StepCalls:
         live = None if held else self._live
         if not (responses or self._journaled) and self._cut is None:  # nothing to do here
             return await caller.call(request, live)
-        assign = self._assign
-        key = f"step/{assign.plan_version}/{assign.step.id}/{self._model_calls}"
+        key = step_key(self._assign, self._model_calls)
         replayed = responses.get(key)
         if replayed is not None:
             # No chat span (the model is not asked): the step's span says so.
             if caller.telemetry.traced:
                 trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
+            if (asked := self._replay.asked.get(key)) is not None and asked.failed is not None:
+                raise raised_again(replayed, asked.calls, asked.failed)  # failed: it fails again
             return replayed
         intent = None
         if self._bounded and self._run is not None:  # billed even if no reply comes back
@@ -226,6 +238,9 @@ class StepCalls:
         except anyio.get_cancelled_exc_class():  # cut in flight: billed all the same
             if self._cut is not None:
                 self._cut.charge(key, caller, request, intent)
+            raise
+        except ModelError as exc:  # a refused reply, a broken stream: billed all the same,
+            await self._judged(key, *failure(exc))  # closing its intent (a resume raises it)
             raise
         if self._journaled and self._run is not None:
             record = ModelCallFinished(run_id=self._run_id, call_key=key, response=response)
@@ -254,8 +269,8 @@ class StepCalls:
     async def _judged(
         self, key: str, response: ModelResponse, calls: int, failed: JsonObject | None
     ) -> None:
-        """Journal a judge's reply (or failure) durably: the call was paid for, whatever
-        comes next."""
+        """Journal a judge's reply (or failure), or a failed call of the step's own,
+        durably: the call was paid for, whatever comes next."""
         if self._journaled and self._run is not None:
             record = ModelCallFinished(
                 run_id=self._run_id, call_key=key, response=response, calls=calls, failed=failed
@@ -375,24 +390,3 @@ class StepCalls:
             call_index=index,
             result=result,
         )
-
-
-@final
-class JournaledCaller:
-    """A step's model caller whose replies are replayed or journaled (``StepCalls.model``)."""
-
-    __slots__ = ("_caller", "_calls", "_held")
-
-    def __init__(self, calls: StepCalls, caller: ModelCaller, *, held: bool = False) -> None:
-        self._calls = calls
-        self._caller = caller
-        self._held = held  # reply guards judge each reply before a reader may see it
-
-    async def call(self, request: ModelRequest, live: LiveSink | None = None) -> ModelResponse:
-        """The step's next reply (the step's own live sink streams it; ``live`` is unused)."""
-        return await self._calls.model(self._caller, request, held=self._held)
-
-    def passed(self, request: ModelRequest, response: ModelResponse) -> None:
-        """The guards let ``response`` (as they left it) through: a held reply is streamed."""
-        if self._held:
-            self._calls.tell(request, response)

@@ -21,7 +21,8 @@ from regiment.hierarchy.guard._step import StepGuards
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._empty_reply import ask_again, empty_twice
-from regiment.hierarchy.workers._journal_calls import JournaledCaller, StepCalls
+from regiment.hierarchy.workers._journal_calls import StepCalls
+from regiment.hierarchy.workers._journaled_caller import JournaledCaller
 from regiment.hierarchy.workers._not_run import held_back, not_run
 from regiment.hierarchy.workers._outcomes import (
     collect,

@@ -144,6 +144,7 @@ class ReplicaLog:
         sent = remote.replay
         self.replay = Replay(
             responses=dict(sent.responses),
+            asked=dict(sent.asked),
             intents={(r.plan_version, r.step_id, r.call_index): r for r in sent.intents},
             results={(r.plan_version, r.step_id, r.call_index): r for r in sent.results},
         )

@@ -98,6 +98,7 @@ class StepConduit:
         self._deps = deps
         self.tools_version = 0  # the replica's MCP tool lists' version, as the step ended
         self._responses: dict[str, ModelResponse] = {}
+        self._asked: dict[str, ModelCallFinished] = {}  # of those, the failed calls'
         self._intents: dict[ToolKey, ToolIntentRecord] = {}
         self._results: dict[ToolKey, ToolResultRecord] = {}
         # Model calls the replica started (under a spending budget) with no reply yet.
@@ -111,12 +112,14 @@ class StepConduit:
         # replica, so the step is not just waiting (see _progress.StepProgress.calls_working).
         self._working: set[int] = set()
         if run is not None and not run.replay.empty:
-            self._journaled(run.replay)
+            journaled = _journaled(assign, run.replay)
+            self._responses, self._asked, self._intents, self._results = journaled
 
     def payload(self, key: str, headers: dict[str, str]) -> bytes:
         """The step for a replica, with everything journaled for it so far."""
         replay = StepReplay(
             responses=self._responses,
+            asked=self._asked,
             intents=list(self._intents.values()),
             results=list(self._results.values()),
         )
@@ -203,8 +206,10 @@ class StepConduit:
             case ModelCallFinished(call_key=key, response=response):
                 self._started.pop(key, None)
                 self._responses[key] = response
+                if record.failed is not None:  # a retry raises its error again, not asks
+                    self._asked[key] = record
                 progress.usage = progress.usage + response.usage  # charged even if cancelled
-                progress.model_calls += 1
+                progress.model_calls += record.calls
             case ToolIntentRecord():
                 self._intents[(record.plan_version, record.step_id, record.call_index)] = record
                 progress.tool_calls += 1
@@ -300,14 +305,6 @@ class StepConduit:
             return Deny(reason=_not_here(tool, self._toolset))
         return await ask_approver(approver, asked.request)
 
-    def _journaled(self, replay: Replay) -> None:
-        """What a resumed run's journal holds for this step."""
-        version, step_id = self._assign.plan_version, self._assign.step.id
-        prefix = f"step/{version}/{step_id}/"
-        self._responses = {k: r for k, r in replay.responses.items() if k.startswith(prefix)}
-        self._intents = {k: r for k, r in replay.intents.items() if k[:2] == (version, step_id)}
-        self._results = {k: r for k, r in replay.results.items() if k[:2] == (version, step_id)}
-
 
 def _not_here(tool: str, toolset: Toolset) -> str:
     """Why a call the replica asks approval for is denied in the team's process."""
@@ -321,4 +318,24 @@ def _not_here(tool: str, toolset: Toolset) -> str:
     return (
         f"tool '{tool}' needs approval on the Ray replica but not in the team's process; "
         "build the worker the same way in both (Ray(build=...))"
+    )
+
+
+def _journaled(
+    assign: AssignStep, replay: Replay
+) -> tuple[
+    dict[str, ModelResponse],
+    dict[str, ModelCallFinished],
+    dict[ToolKey, ToolIntentRecord],
+    dict[ToolKey, ToolResultRecord],
+]:
+    """What a resumed run's journal holds for the step ``assign``: its model responses,
+    the records of those that failed, its tool intents and its tool results."""
+    version, step_id = assign.plan_version, assign.step.id
+    prefix = f"step/{version}/{step_id}/"
+    return (
+        {k: r for k, r in replay.responses.items() if k.startswith(prefix)},
+        {k: r for k, r in replay.asked.items() if k.startswith(prefix)},
+        {k: r for k, r in replay.intents.items() if k[:2] == (version, step_id)},
+        {k: r for k, r in replay.results.items() if k[:2] == (version, step_id)},
     )

@@ -61,11 +61,14 @@ class StepReplay(msgspec.Struct, frozen=True, kw_only=True):
         responses: model responses by call key (``step/{version}/{step}/{n}``).
         intents: tool intents (a call with an intent and no result was in flight).
         results: tool results, replayed instead of running the body again.
+        asked: the records of those responses with more to say than their reply (a
+            call that failed having been sent: ``ModelCallFinished.failed``), by key.
     """
 
     responses: dict[str, ModelResponse] = {}
     intents: list[ToolIntentRecord] = []
     results: list[ToolResultRecord] = []
+    asked: dict[str, ModelCallFinished] = {}
 
 
 class RemoteStep(msgspec.Struct, frozen=True, kw_only=True, tag="remote_step"):
