@@ -30,8 +30,8 @@ def is_fatal(exc: BaseException) -> bool:
     ``requires_approval`` predicate that failed (code to fix, failing alike every time);
     or the Ray cluster a step ran on went away (``ClusterLost``: no replica is left); or
     any other ``ConfigError`` (a model of the application's whose ``complete()`` returned
-    no ``ModelResponse``, a model with no credentials): configuration to fix, which no
-    replan changes (each replan only paid a planner call to fail the same way)."""
+    no ``ModelResponse``, say): configuration to fix, which no replan changes (each
+    replan only paid a planner call to fail the same way)."""
     if isinstance(exc, (ConfigError, ClusterLost)):  # (HookFailed is a ConfigError)
         return True
     if isinstance(exc, ApprovalError) and exc.kind == "approver":
