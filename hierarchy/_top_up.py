@@ -142,10 +142,25 @@ class TopUps:
         no longer counts as a sibling that will give back); or a runner took it."""
         if not held:
             self.held_back.discard(key)
-            return
-        self.held_back.add(key)
-        if (ledger := self.ledger) is not None:
-            ledger.given_back_now()
+        else:
+            self.held_back.add(key)
+            if (ledger := self.ledger) is not None:
+                ledger.given_back_now()
+        if self.above is not None:
+            self._hold_above()
+
+    def _hold_above(self) -> None:
+        """A nested run whose steps in flight are all queued for runners gives nothing
+        back before a runner takes one: the step it serves is held back in the run above
+        too, no giver there. (Runs nested in one team share its workers' runners: four
+        nested runs of four steps on a worker running eight at once hung, the two whose
+        steps ran waiting for the two whose steps were queued behind them.)"""
+        assert self.above is not None
+        up, served = self.above
+        reserved = () if self.ledger is None else self.ledger.reserved
+        stuck = bool(reserved) and all(k in self.held_back for k in reserved)
+        if stuck != (served in up.held_back):
+            up.queued(served, stuck)
 
     def close(self) -> None:
         """The run has ended: no more top-ups, and let go of its ledger, book and
