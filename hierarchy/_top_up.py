@@ -52,7 +52,7 @@ from typing import final
 from regiment.hierarchy._afford import afford, budget_field
 from regiment.hierarchy._budget import Budget, BudgetLedger
 from regiment.hierarchy._call_need import Need, call_need, reply_room
-from regiment.hierarchy._give_way import defers, given_up, wait_marked, waits_at
+from regiment.hierarchy._give_way import defers, given_up, hold_above, wait_marked, waits_at
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import BudgetToppedUp, Event
 
@@ -147,20 +147,7 @@ class TopUps:
             if (ledger := self.ledger) is not None:
                 ledger.given_back_now()
         if self.above is not None:
-            self._hold_above()
-
-    def _hold_above(self) -> None:
-        """A nested run whose steps in flight are all queued for runners gives nothing
-        back before a runner takes one: the step it serves is held back in the run above
-        too, no giver there. (Runs nested in one team share its workers' runners: four
-        nested runs of four steps on a worker running eight at once hung, the two whose
-        steps ran waiting for the two whose steps were queued behind them.)"""
-        assert self.above is not None
-        up, served = self.above
-        reserved = () if self.ledger is None else self.ledger.reserved
-        stuck = bool(reserved) and all(k in self.held_back for k in reserved)
-        if stuck != (served in up.held_back):
-            up.queued(served, stuck)
+            hold_above(self)
 
     def close(self) -> None:
         """The run has ended: no more top-ups, and let go of its ledger, book and
