@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._budget import BudgetLedger
     from regiment.hierarchy._top_up import TopUps
 
-__all__ = ("defers", "given_up", "givers", "wait_marked", "waits_at")
+__all__ = ("defers", "given_up", "givers", "hold_above", "wait_marked", "waits_at")
 
 
 def givers(top_ups: TopUps, ledger: BudgetLedger, key: Hashable) -> bool:
@@ -44,6 +44,20 @@ def givers(top_ups: TopUps, ledger: BudgetLedger, key: Hashable) -> bool:
     held.intersection_update(reserved)
     refused.intersection_update(reserved)
     return any(k != key and (k not in waiting or k in refused) and k not in held for k in reserved)
+
+
+def hold_above(top_ups: TopUps) -> None:
+    """A nested run whose steps in flight are all queued for runners (``TopUps.queued``)
+    gives nothing back before a runner takes one: the step it serves is held back in the
+    run above too, no giver there. (Runs nested in one team share its workers' runners:
+    four nested runs of four steps on a worker running eight at once hung, the two whose
+    steps ran waiting for the two whose steps were queued behind them.)"""
+    assert top_ups.above is not None
+    up, served = top_ups.above
+    reserved = () if top_ups.ledger is None else top_ups.ledger.reserved
+    stuck = bool(reserved) and all(k in top_ups.held_back for k in reserved)
+    if stuck != (served in up.held_back):
+        up.queued(served, stuck)
 
 
 def waits_at(top_ups: TopUps, key: Hashable) -> list[tuple[TopUps, Hashable]] | None:

@@ -9,6 +9,8 @@ from typing import final
 
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.events import (
+    ApprovalRequested,
+    ApprovalResolved,
     CheckFailed,
     Event,
     RunCompleted,
@@ -39,16 +41,20 @@ class OpenEnds:
     report's ``ToolOutcome.error_type``, ``"cut"``), each step's ``StepErrored`` (status
     ``cancelled``) or ``StepCompleted``. A call's ``duration`` is as the reader measured
     it, from its start's arrival to ``ends``; a step or call no report names (the run did
-    not wind down in time) ends ``cancelled`` / ``"cut"``: the reader's leaving cut it.
+    not wind down in time) ends ``cancelled`` / ``"cut"``: the reader's leaving cut it;
+    but a call that was still waiting for an approval decision (its ``ApprovalRequested``
+    seen, no ``ApprovalResolved``) ends ``"awaiting_approval"``: its body never ran.
     """
 
-    __slots__ = ("_calls", "_clock", "_steps")
+    __slots__ = ("_asked", "_calls", "_clock", "_steps")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         # a call by its run, its step's plan version (None: no step of it seen), step and id
         self._calls: dict[_CallKey, tuple[ToolCallStarted, float]] = {}
         self._steps: dict[tuple[str, int, str], StepDispatched] = {}  # last dispatched last
+        # calls waiting for a decision: (run, step, call id) by their request's id
+        self._asked: dict[str, tuple[str, str, str]] = {}
 
     def see(self, event: Event) -> None:
         """Note ``event``'s start or end, if it is one of a tool call or a step.
@@ -78,6 +84,10 @@ class OpenEnds:
                 self._steps.pop((run, version, step), None)  # it reported: its check said no
             case StaleReportDropped(run_id=run, report_version=version, step_id=step):
                 self._steps.pop((run, version, step), None)
+            case ApprovalRequested(run_id=run, request=request):
+                self._asked[request.request_id] = (run, request.step_id, request.call_id)
+            case ApprovalResolved(request_id=request_id):  # decided: an approved body runs
+                self._asked.pop(request_id, None)
             case _:
                 pass
 
@@ -93,6 +103,7 @@ class OpenEnds:
         """The ends of what started and did not end (calls first, then steps), once each;
         ``closing``: the run's last event, whose step reports say how each ended."""
         reports = _reports(closing)
+        asked = set(self._asked.values())
         now = self._clock()
         found: list[Event] = []
         for (_, version, step, call), (started, at) in self._calls.items():
@@ -106,9 +117,10 @@ class OpenEnds:
                 ),
                 None,
             )
-            outcome = (
-                "cut" if said is None else said.error_type or ("error" if said.is_error else "ok")
-            )
+            if said is not None:
+                outcome = said.error_type or ("error" if said.is_error else "ok")
+            else:
+                outcome = "awaiting_approval" if (started.run_id, step, call) in asked else "cut"
             found.append(_finished(started, max(0.0, now - at), outcome))
         for (_, version, step), dispatched in self._steps.items():
             report = next(
@@ -117,6 +129,7 @@ class OpenEnds:
             found.append(_step_end(dispatched, report))
         self._calls.clear()
         self._steps.clear()
+        self._asked.clear()
         return found
 
 

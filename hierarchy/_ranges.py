@@ -129,12 +129,12 @@ def model_given(owner: str, field: str, value: object, *, optional: bool = False
     config is made, not at the first call of a run."""
     from regiment.models import Model
 
-    if isinstance(value, Model) or (optional and value is None):
-        return
+    if (isinstance(value, Model) and not isinstance(value, type)) or (optional and value is None):
+        return  # (a Model class has the members too: it failed at the run's first call)
     hint = (
         f"; a spec string is read by regiment.models.model_from_spec({value!r})"
         if isinstance(value, str)
-        else ""
+        else _model_lacks(value)
     )
     none = ", or None" if optional else ""
     raise InvalidValue(
@@ -142,6 +142,21 @@ def model_given(owner: str, field: str, value: object, *, optional: bool = False
         field,
         "must be a Model (AnthropicModel(...), OpenAIModel(...), ScriptedModel(...))"
         f"{none}; got {value!r}{hint}",
+    )
+
+
+def _model_lacks(value: object) -> str:
+    """What an object of the application's that was meant as a ``Model`` lacks (empty for
+    a value of a builtin type): it was refused with no word of why."""
+    if isinstance(value, type):
+        return f" (the class {value.__name__}, not a model: make one, {value.__name__}(...))"
+    if value is None or type(value).__module__ == "builtins":
+        return ""
+    missing = [n for n in ("name", "provider", "complete") if not hasattr(value, n)]
+    return (
+        f", which has no {' and no '.join(missing)}: a Model has the properties name and "
+        "provider (str: its model id, and who serves it, such as 'anthropic') and "
+        "async complete(request: ModelRequest) -> ModelResponse"
     )
 
 

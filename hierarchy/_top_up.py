@@ -52,7 +52,7 @@ from typing import final
 from regiment.hierarchy._afford import afford, budget_field
 from regiment.hierarchy._budget import Budget, BudgetLedger
 from regiment.hierarchy._call_need import Need, call_need, reply_room
-from regiment.hierarchy._give_way import defers, given_up, wait_marked, waits_at
+from regiment.hierarchy._give_way import defers, given_up, hold_above, wait_marked, waits_at
 from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy.events import BudgetToppedUp, Event
 
@@ -142,10 +142,12 @@ class TopUps:
         no longer counts as a sibling that will give back); or a runner took it."""
         if not held:
             self.held_back.discard(key)
-            return
-        self.held_back.add(key)
-        if (ledger := self.ledger) is not None:
-            ledger.given_back_now()
+        else:
+            self.held_back.add(key)
+            if (ledger := self.ledger) is not None:
+                ledger.given_back_now()
+        if self.above is not None:
+            hold_above(self)
 
     def close(self) -> None:
         """The run has ended: no more top-ups, and let go of its ledger, book and

@@ -200,7 +200,9 @@ class Guardrail:
         _check_options(self.kind, self.on_trip, f"guardrail {self.name or _name(self.check)!r}")
         if not self.name:
             object.__setattr__(self, "name", _name(self.check))
-        if self.model is not None and not isinstance(self.model, Model):
+        if self.model is not None and (
+            not isinstance(self.model, Model) or isinstance(self.model, type)  # (a class)
+        ):
             raise ConfigError(
                 f"guardrail {self.name!r}: model must be the Model its check asks through "
                 f"judge() (e.g. AnthropicModel(...)), not {self.model!r}"

@@ -6,6 +6,8 @@ Two kinds of reply:
   code fence (or a fence whose body starts with a bracket). It is read as
   JSON only: the value at its start (or the fence's body) must be a plan, else
   the reading is an error that says what was wrong, never a line-read step.
+- One that is a JSON literal alone (``null``, ``true``, ``false``, a number): JSON
+  that is not a plan, an error as well, never a step of that text.
 - Prose that may hold a plan: the first balanced array or object that decodes
   *and* looks like a plan wins. JSON inside a numbered or bulleted line is that
   step's text, not a plan. When nothing plan-shaped is found the parser falls
@@ -30,6 +32,8 @@ __all__ = ("_from_json",)
 
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.S)
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
+# A whole reply that is one JSON literal other than a string (a quoted line is prose).
+_LITERAL = re.compile(r"null|true|false|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _MARKED_PREFIX = re.compile(r"^\s*(?:[-*•+]\s|(?:step\s*)?#?\d+\s*[.):])", re.I)
 # Bounds that keep a pathological reply (thousands of brackets) cheap.
 _MAX_RESCANS = 32
@@ -50,6 +54,9 @@ def _from_json(reply: str) -> _Reading | None:
     whole = reply.strip()
     if whole[:1] in ("{", "["):
         return _read_json_reply(whole, json_fences)
+    if _LITERAL.fullmatch(whole):  # ``null``: no plan, nor a step named "null"
+        literal = _decode(whole)  # (a number out of range is still a number)
+        return _interpret(0 if isinstance(literal, _Undecodable) else literal, strict=True)
     if json_fences:
         return _read_fences(json_fences)
     return _read_prose(reply)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
 from regiment.hierarchy.plan._lines import (
     _looks_like_json,
     _meaningful,
@@ -97,7 +99,7 @@ def _interpret(value: object, *, strict: bool) -> _Reading | None:
             if not isinstance(steps, list):
                 return _error(
                     f'"steps" must be an array of steps, but it is {_a(steps)}: '
-                    f"{_excerpt(str(steps))}"
+                    f"{_excerpt(steps if isinstance(steps, str) else _as_json(steps))}"
                 )
             return _interpret_list(steps)  # listed steps win over a contradicting flag
         if any(value.get(flag) is True for flag in _NOTHING_FLAGS):
@@ -130,6 +132,11 @@ def _step_shaped(item: object) -> bool:
     return isinstance(item, str) or (
         isinstance(item, dict) and any(key in item for key in _TEXT_KEYS)
     )
+
+
+def _as_json(value: object) -> str:
+    """``value`` (decoded JSON) written as JSON again: ``null``, not Python's ``None``."""
+    return msgspec.json.encode(value).decode()
 
 
 def _error(problem: str) -> _Reading:

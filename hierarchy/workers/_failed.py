@@ -5,6 +5,7 @@ from __future__ import annotations
 from regiment.errors import (
     ApprovalError,
     ClusterLost,
+    ConfigError,
     ModelAPIError,
     ModelError,
     StepFailed,
@@ -27,8 +28,11 @@ def is_fatal(exc: BaseException) -> bool:
     ``Prompts`` hook of the user's that raised building the step's prompt, an approver
     that raised or gave no decision, or a tool's ``idempotency_key`` function or
     ``requires_approval`` predicate that failed (code to fix, failing alike every time);
-    or the Ray cluster a step ran on went away (``ClusterLost``: no replica is left)."""
-    if isinstance(exc, (HookFailed, ClusterLost)):
+    or the Ray cluster a step ran on went away (``ClusterLost``: no replica is left); or
+    any other ``ConfigError`` (a model of the application's whose ``complete()`` returned
+    no ``ModelResponse``, say): configuration to fix, which no replan changes (each
+    replan only paid a planner call to fail the same way)."""
+    if isinstance(exc, (ConfigError, ClusterLost)):  # (HookFailed is a ConfigError)
         return True
     if isinstance(exc, ApprovalError) and exc.kind == "approver":
         return True

@@ -190,3 +190,23 @@ async def test_a_model_that_returns_no_model_response_fails_the_step_saying_so(
         "ModelResponse; a Model's complete() must return regiment.models.ModelResponse "
         "(text_response(...) and tool_call_response(...) make one)"
     )
+
+
+async def test_a_model_that_returns_no_model_response_fails_the_run_with_no_replan() -> None:
+    # With replans left, the planner was asked three more times (on a real model, three
+    # paid calls), each new plan's step failing the same way, before StepFailed.
+    brain = Brain([plan_json({"description": "x"})] * 4)
+    team = Team(
+        name="t",
+        planner=Planner(model=ScriptedModel(brain)),
+        workers=[Worker(name="w", description="w", model=_NotAResponse())],
+        budget=Budget(replans=3),
+    )
+    with pytest.raises(StepFailed) as info:
+        await team.run("goal")
+    assert info.value.fatal
+    assert len(brain.plan_requests) == 1
+    assert str(info.value).endswith(
+        "(text_response(...) and tool_call_response(...) make one); the run ends without a "
+        "replan: worker 'w' would fail the same way on any step"
+    )

@@ -151,3 +151,44 @@ def test_nested_fan_outs_never_hang_nor_spend_past_the_limit(
         assert sorted(result.committed) == sorted(whole.committed)
     elif result.status == "partial":
         assert result.budget_exhausted in (limit, "model_calls")
+
+
+def _shared(budget: Budget, runs: int = 4, steps: int = 4) -> Team:
+    """``runs`` steps sent at once to one nested team, whose worker runs 8 steps at once:
+    the nested runs' ``steps`` steps each share its runners."""
+    plan = plan_json(
+        *({"id": f"s{i}", "description": f"research {i}", "worker": "t"} for i in range(runs))
+    )
+
+    def brain(request: ModelRequest) -> ModelResponse:
+        said = plan if request.role == "planner" else "the answer"
+        return kept_to_max_tokens(request, text_response(said))
+
+    model = ScriptedModel(brain, price=WHOLE)
+    shared = TeamWorker(name="t", description="a team", team=_inner(0, steps, 3))
+    return Team(
+        name="outer",
+        planner=Planner(model=model, max_steps=8),
+        workers=[shared],
+        budget=budget,
+        concurrency=runs,
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("limit", ["usd", "tokens"])
+@pytest.mark.parametrize("percent", [30, 60, 90])
+async def test_nested_runs_that_share_a_workers_runners_do_not_wait_on_each_other(
+    limit: str, percent: int
+) -> None:
+    # Four nested runs of one team, four steps each, on a worker that runs 8 at once: the
+    # two runs whose steps ran, short of budget, waited for the two whose steps were
+    # queued behind them (those counted as steps that would give back), and the run hung.
+    need = spent_of(await _shared(Budget()).run("goal"), limit)
+    amount = need * percent // 100
+    with anyio.fail_after(60):  # a run that waits on itself would hang here
+        result = await _shared(budget_of(limit, amount)).run("goal")
+    _kept(result, amount, limit, 4)
+    assert (result.status, result.budget_exhausted) == ("partial", limit)
+    # The run that got the runners first finishes (which one is the nested planners' race).
+    assert result.committed or percent < 90

@@ -43,6 +43,15 @@ def _error(reply: str) -> str:
         ('Here you go:\n```JSON\n{"x": 1}\n```', 'no "steps" array (its keys: x)'),
         ('```json\n["a", "b"', "not valid JSON"),  # a fence that never closes
         ('```\n{"steps": {"a": 1}}\n```', "it is an object"),  # an untagged fence of JSON
+        # A JSON literal alone was read as prose: a step named "null" went to a worker.
+        ("null", "the JSON is a null, not a plan"),
+        (" true\n", "the JSON is a boolean, not a plan"),
+        ("false", "the JSON is a boolean, not a plan"),
+        ("-1.5e3", "the JSON is a number, not a plan"),
+        ("1" * 5000, "the JSON is a number, not a plan"),  # out of msgspec's range
+        # "steps" of another type was quoted as Python wrote it ('None'), not as JSON.
+        ('{"steps": null}', "it is a null: 'null'"),
+        ('{"steps": {"a": true}}', """it is an object: '{"a":true}'"""),
     ],
 )
 def test_json_that_is_not_a_plan_is_an_error_not_a_step(reply: str, says: str) -> None:
@@ -69,6 +78,14 @@ def test_a_valid_plan_in_a_fence_wins_over_a_broken_json_start() -> None:
 def test_json_on_a_line_of_prose_is_never_a_step() -> None:
     assert "JSON but not a plan" in _error('Here is the plan:\n{"steps": "x", "note": 1')
     assert "JSON but not a plan" in _error('1. {"task": "x"}\n2. {"task": "y"}')
+
+
+def test_prose_that_starts_like_a_literal_is_still_a_step() -> None:
+    parsed = _parse("nullify the cache\n")
+    assert [s.description for s in parsed.steps] == ["nullify the cache"]
+    assert [s.description for s in _parse('"look up the weather"').steps] == [
+        '"look up the weather"'
+    ]
 
 
 def test_a_bracketed_tag_in_prose_is_text_not_json() -> None:

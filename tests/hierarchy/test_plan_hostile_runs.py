@@ -66,6 +66,9 @@ def _last_user_text(request: ModelRequest) -> str:
         "[" * 4000 + "]" * 4000,
         '[{"description": 5}, {"description": "b", "depends_on": [1]}]',
         "- \n- \n",
+        "null",  # a JSON literal alone ran as a worker step named "null"
+        "true",
+        "42",
     ],
 )
 async def test_garbage_plans_are_reprompted_with_the_error_then_plan_error(garbage: str) -> None:

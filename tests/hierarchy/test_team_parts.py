@@ -11,7 +11,13 @@ import pytest
 from regiment.errors import ConfigError
 from regiment.hierarchy import Budget, Check, Compression, Critic, Planner, Team, TeamWorker, Worker
 from regiment.hierarchy.guard import AnswerSubject, Pass, guardrail
-from regiment.models import ScriptedModel
+from regiment.models import (
+    AnthropicModel,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    text_response,
+)
 
 MODEL = ScriptedModel(["unused"])
 PLANNER = Planner(model=MODEL)
@@ -68,6 +74,52 @@ def test_a_part_of_the_wrong_type_is_a_config_error_naming_it(
     with pytest.raises(ConfigError) as caught:
         make()
     assert str(caught.value) == message
+
+
+class _NoProvider:
+    """A model of the application's, but for its provider."""
+
+    name = "mine"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return text_response("ok")
+
+
+_CLASS = "must be a Model (AnthropicModel(...), OpenAIModel(...), ScriptedModel(...)){}; got {!r} (the class {}, not a model: make one, {}(...))"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        # A Model class has name, provider and complete too, so the Protocol took it, and
+        # the run's first call failed: "model <property object ...> (type) raised TypeError".
+        (lambda: Worker(name="w", description="d", model=ScriptedModel), "worker 'w': model " + _CLASS.format("", ScriptedModel, "ScriptedModel", "ScriptedModel")),  # type: ignore[arg-type]
+        (lambda: Planner(model=AnthropicModel), "Planner: model " + _CLASS.format("", AnthropicModel, "AnthropicModel", "AnthropicModel")),  # type: ignore[arg-type]
+        (lambda: Critic(model=ScriptedModel), "Critic: model " + _CLASS.format(", or None", ScriptedModel, "ScriptedModel", "ScriptedModel")),  # type: ignore[arg-type]
+        (lambda: guardrail("answer", model=ScriptedModel)(_answer_guard), f"guardrail '_answer_guard': model must be the Model its check asks through judge() (e.g. AnthropicModel(...)), not {ScriptedModel!r}"),  # type: ignore[arg-type]
+    ],
+)  # fmt: skip
+def test_a_model_class_is_refused_saying_to_make_one(
+    make: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        make()
+    assert str(caught.value) == message
+
+
+def test_a_model_of_ones_own_is_told_what_it_lacks() -> None:
+    # It was refused as "must be a Model (AnthropicModel(...), ...); got <_NoProvider ...>",
+    # with no word of the property it lacked.
+    with pytest.raises(ConfigError) as caught:
+        Worker(name="w", description="d", model=_NoProvider())  # type: ignore[arg-type]
+    assert str(caught.value).endswith(
+        ", which has no provider: a Model has the properties name and provider (str: its "
+        "model id, and who serves it, such as 'anthropic') and "
+        "async complete(request: ModelRequest) -> ModelResponse"
+    )
+    with pytest.raises(ConfigError) as caught:
+        Critic(model=object())  # type: ignore[arg-type]
+    assert "which has no" not in str(caught.value)  # a builtin is no attempt at a Model
 
 
 def test_the_parts_of_their_types_make_a_team() -> None:
