@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from regiment.hierarchy.run._journaling import LEASE_TTL
@@ -234,10 +235,14 @@ async def test_a_tool_call_killed_in_its_body_is_ended_as_interrupted_under_its_
     where, run_id, (killed,), spans = await _killed_then_finished(tmp_path, ["s1!"])
     entries = await _entries(where, run_id)
     ((step_lost, _), _) = _dispatches(entries, "s1")
-    (intent,) = [
+    # The resume ran the call again: its intent again, but for its new span's id.
+    intent, again = [
         e for e in entries if isinstance(e.record, ToolCallStarted) and e.record.step_id == "s1"
     ]
     assert isinstance(intent.record, ToolCallStarted)
+    assert isinstance(again.record, ToolCallStarted)
+    assert again.record.span not in {None, intent.record.span}
+    assert msgspec.structs.replace(again.record, span=intent.record.span) == intent.record
     call_lost = intent.record.span
     assert call_lost is not None
     (body,) = [s for s in killed if s.name == "SELECT orders"]
