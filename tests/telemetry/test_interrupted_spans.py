@@ -266,7 +266,7 @@ async def test_a_tool_call_killed_twice_in_its_body_ends_each_lost_call_span_onc
     # Killed inside s1's tool call, then killed again inside the same call as the resume
     # ran it again (its intent journaled, no result): each process's execute_tool span is
     # ended once, under that process's step span, and nothing in the trace is an orphan.
-    where, run_id, (first, second), spans = await _killed_then_finished(tmp_path, ["s1!", "s1!"])
+    where, run_id, (_, second), spans = await _killed_then_finished(tmp_path, ["s1!", "s1!"])
     entries = await _entries(where, run_id)
     (step_first, _), (step_second, _), (step_done, _) = _dispatches(entries, "s1")
     intents = [
