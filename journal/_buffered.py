@@ -42,13 +42,14 @@ from regiment.journal._store import (
 from regiment.journal._views import (
     Lease,
 )
+from regiment.journal._watch import CommitWatch
 
 __all__ = ("BufferedJournal",)
 
 _T = TypeVar("_T")
 
 
-class BufferedJournal(JournalLookups):
+class BufferedJournal(JournalLookups, CommitWatch):
     """The behaviour every backend shares; a backend only brings its ``Store``."""
 
     max_buffered = 512
@@ -269,8 +270,7 @@ class BufferedJournal(JournalLookups):
         self._settle(batch, refused)
 
     def _settle(self, batch: Batch, refused: Refused) -> None:
-        """Count the batch as done; remember each refused lease's error for its next call,
-        and each refused new run's for its ``create_run``."""
+        """Count the batch as done; keep what it refused, for the next call; tell watchers."""
         self._committed += batch.size()
         self._taken.update(refused.runs)
         self._lost.update(refused.renewals)
@@ -278,6 +278,7 @@ class BufferedJournal(JournalLookups):
             if key not in self._broken:
                 self._broken[key] = error
                 self._unreported.add(key)
+        self._tell_watchers(batch.records, refused.leases)
 
     # -- reading ---------------------------------------------------------------
 

@@ -157,7 +157,8 @@ class ToolCallStarted(_Base, frozen=True, kw_only=True, tag="tool_call_started")
     JSON), so a resume that runs it again without judging it still tells of them.
     ``span``: the span id (16 hex digits) of the call's ``execute_tool`` span, when traced:
     a resume after a crash ends that span, which its process left open (``None`` in older
-    journals).
+    journals). A traced resume that runs the call again journals its intent again, the
+    same but for ``span`` (its new span's): the last intent of a key is the call's.
     """
 
     plan_version: int

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from regiment.telemetry import _genai as genai
 from regiment.telemetry import _semconv as semconv
 from regiment.telemetry._content import redact
+from regiment.telemetry._held import HeldEnds
 from regiment.telemetry._logs import LogExport, TraceContextHandler
 from regiment.telemetry._metrics import RunMetrics
 from regiment.telemetry._open_root import OpenCall, OpenRoot, OpenStep, parent_traceparent
@@ -27,11 +28,12 @@ from regiment.telemetry._propagation import (
     trace_id_hex,
 )
 from regiment.telemetry._scope import error_type, leave_open, mark_error, record_cancellation
-from regiment.telemetry._step_ids import chosen_child, current_span_id, step_span_headers
+from regiment.telemetry._step_ids import chosen_child, current_span_id, step_ends, step_span_headers
 from regiment.telemetry._telemetry import PhaseName, SpanScope, Telemetry
 
 __all__ = (
     "ConsoleTraceProcessor",
+    "HeldEnds",
     "LogExport",
     "OTelPropagator",
     "OpenCall",
@@ -64,6 +66,7 @@ __all__ = (
     "render_trace",
     "semconv",
     "spans_to_otlp_json",
+    "step_ends",
     "step_span_headers",
     "trace_id_hex",
 )

@@ -21,14 +21,19 @@ from typing import TYPE_CHECKING, final
 
 from opentelemetry import trace
 
+from regiment.telemetry._held import HeldEnds
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    from regiment.telemetry._telemetry import Telemetry
 
 __all__ = (
     "STEP_SPAN_HEADER",
     "GivenSpanIds",
     "chosen_child",
     "current_span_id",
+    "step_ends",
     "step_span_headers",
 )
 
@@ -65,6 +70,11 @@ def current_span_id(name: str) -> str | None:
     return f"{span.get_span_context().span_id:016x}"
 
 
+def step_ends(telemetry: Telemetry) -> HeldEnds:
+    """Where ``telemetry``'s step spans of a journaled run wait for their reports' commits."""
+    return telemetry._given.held
+
+
 def _new_id() -> str:
     return f"{random.getrandbits(64) or 1:016x}"
 
@@ -75,7 +85,7 @@ class GivenSpanIds:
     tracer ``source`` gives (its provider's, resolved on first use: a global provider
     installed after the ``Telemetry`` was made counts)."""
 
-    __slots__ = ("_base", "_ids", "_made", "_next", "_source")
+    __slots__ = ("_base", "_ids", "_made", "_next", "_source", "held")
 
     def __init__(self, source: Callable[[], trace.Tracer]) -> None:
         self._source = source
@@ -83,6 +93,7 @@ class GivenSpanIds:
         self._base: trace.Tracer | None = None  # the copy; None: the tracer is not the SDK's
         self._ids: IdGenerator | None = None  # the SDK tracer's own generator
         self._next = 0
+        self.held = HeldEnds()  # the copy's processor: a run's step spans wait in it
 
     def tracer(self, tracer: trace.Tracer, span_id: str) -> trace.Tracer:
         """The tracer to start the next span with so that it gets ``span_id``: the copy, or
@@ -103,6 +114,8 @@ class GivenSpanIds:
         if not isinstance(tracer, SdkTracer):
             return None
         fixed = copy.copy(tracer)  # its processors, sampler, resource and limits
+        self.held.inner = tracer.span_processor
+        fixed.span_processor = self.held  # type: ignore[assignment]  # (one by its methods)
         self._ids = tracer.id_generator
         fixed.id_generator = self  # type: ignore[assignment]  # (an IdGenerator by its methods)
         return fixed

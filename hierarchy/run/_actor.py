@@ -51,6 +51,7 @@ from regiment.hierarchy.run._dispatch import Dispatcher, send_now
 from regiment.hierarchy.run._ending import EndsRun, why_cancelled
 from regiment.hierarchy.run._guarded import GuardedActor
 from regiment.hierarchy.run._guarding import RunGuards
+from regiment.hierarchy.run._held_steps import held_steps
 from regiment.hierarchy.run._journaling import UNJOURNALED
 from regiment.hierarchy.run._judge_tape import run_tape
 from regiment.hierarchy.run._messages import (
@@ -88,6 +89,7 @@ from regiment.hierarchy.run._trace import RunTrace
 from regiment.hierarchy.run._turns import TakesTurns
 from regiment.hierarchy.run._verify import Verifier
 from regiment.models import ModelRequest
+from regiment.telemetry import step_ends
 
 __all__ = ("PlannerActor",)
 
@@ -101,6 +103,8 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         self._team = team
         self._journal = channel.journal or UNJOURNALED  # one place for the no-journal case
         trace = RunTrace(team.telemetry, run_span)
+        if channel.journal is not None and trace.headers:  # traced: see telemetry.HeldEnds
+            channel.journal.held = held_steps(channel.journal, step_ends(team.telemetry))
         dispatcher = Dispatcher(team, run_id, trace.headers, channel.fence)
         self._book = book = RunBook(run_id, goal, team, channel, trace, dispatcher)
         if self._journal is UNJOURNALED:  # the door is the book's: a frame fewer a change (#22)

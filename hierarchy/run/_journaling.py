@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._result import RunResult
     from regiment.hierarchy._team import Team
     from regiment.hierarchy.events import Event
+    from regiment.hierarchy.run._held_steps import HeldSteps
     from regiment.telemetry import OpenRoot
 
 __all__ = ("LEASE_TTL", "UNJOURNALED", "RunJournal", "Unjournaled", "owner_name")
@@ -82,6 +83,7 @@ class RunJournal:
         "bounded",
         "calls",
         "ended",
+        "held",
         "open_root",
         "resume",
         "root_span",
@@ -117,6 +119,7 @@ class RunJournal:
         self.root_span: str | None = None  # a new nested run's root span's id, journaled
         self.ended: str | None = None  # how the run ended, once its end is on its way in
         self.bounded = False  # its budget limits spending: each call's intent is journaled
+        self.held: HeldSteps | None = None  # traced: its step spans wait for their reports
 
     @classmethod
     async def create(
@@ -198,6 +201,8 @@ class RunJournal:
             if type(record) is JournalFinished:  # nothing may follow it: no decision either
                 self.ended = record.status
                 self._beating.cancel()  # the lease has 2/3 of its ttl left to write it in
+            if self.held is not None:
+                self.held.noted(record)
             self._add(record)
 
     def _add(self, record: Record) -> None:
@@ -266,10 +271,12 @@ class RunJournal:
         # killed before its next durable write counts: the next numbers itself after it).
         durable = any(isinstance(r, _DURABLE) for r in records)
         try:
-            await self._journal.append_all(self._lease, records, durable=durable)
+            seqs = await self._journal.append_all(self._lease, records, durable=durable)
         except JournalError as exc:
             self._error = exc
             raise
+        if self.held is not None:  # its step spans go out as their reports are committed
+            self.held.appended(records, seqs)
 
     async def close(self) -> None:
         """Flush what is left and let go of the run.
@@ -291,6 +298,8 @@ class RunJournal:
                     await self._journal.release(self._lease)
         finally:
             closed.set()
+            if self.held is not None:  # failed: the spans it cannot report, the resume ends
+                self.held.let_go(self._error is not None)
         if isinstance(self._error, LeaseLost):  # another process owns the run now
             said = taken_over(self.run_id, self._error, self._journal)
             raise JournalError(said) from self._error

@@ -336,7 +336,9 @@ class StepCalls:
                 toolset, call, live=self._live, step_id=assign.step.id, approver=approver
             )
         if intent is not None:  # in flight at the crash: again, with the same key
-            key = intent.idempotency_key
+            key, span = intent.idempotency_key, current_span_id(f"execute_tool {call.name}")
+            if span is not None and self._journaled and run is not None:  # traced: a new span
+                await run.append(msgspec.structs.replace(intent, span=span), durable=True)
         else:
             key = toolset.key_for(call.name, call.arguments) or derived_key(self._run_id, *where)
             if self._journaled and run is not None:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from regiment.hierarchy.run._journaling import LEASE_TTL
@@ -234,10 +235,14 @@ async def test_a_tool_call_killed_in_its_body_is_ended_as_interrupted_under_its_
     where, run_id, (killed,), spans = await _killed_then_finished(tmp_path, ["s1!"])
     entries = await _entries(where, run_id)
     ((step_lost, _), _) = _dispatches(entries, "s1")
-    (intent,) = [
+    # The resume ran the call again: its intent again, but for its new span's id.
+    intent, again = [
         e for e in entries if isinstance(e.record, ToolCallStarted) and e.record.step_id == "s1"
     ]
     assert isinstance(intent.record, ToolCallStarted)
+    assert isinstance(again.record, ToolCallStarted)
+    assert again.record.span not in {None, intent.record.span}
+    assert msgspec.structs.replace(again.record, span=intent.record.span) == intent.record
     call_lost = intent.record.span
     assert call_lost is not None
     (body,) = [s for s in killed if s.name == "SELECT orders"]
@@ -253,3 +258,38 @@ async def test_a_tool_call_killed_in_its_body_is_ended_as_interrupted_under_its_
     step = _by_id(spans, step_lost)
     _interrupted(step)
     assert step.parent_span_id == root.span_id
+
+
+async def test_a_tool_call_killed_twice_in_its_body_ends_each_lost_call_span_once(
+    tmp_path: Path,
+) -> None:
+    # Killed inside s1's tool call, then killed again inside the same call as the resume
+    # ran it again (its intent journaled, no result): each process's execute_tool span is
+    # ended once, under that process's step span, and nothing in the trace is an orphan.
+    where, run_id, (_, second), spans = await _killed_then_finished(tmp_path, ["s1!", "s1!"])
+    entries = await _entries(where, run_id)
+    (step_first, _), (step_second, _), (step_done, _) = _dispatches(entries, "s1")
+    intents = [
+        e for e in entries if isinstance(e.record, ToolCallStarted) and e.record.step_id == "s1"
+    ]
+    lost = [e.record.span for e in intents if isinstance(e.record, ToolCallStarted)]
+    assert len(lost) == 3  # the first run, each resume that ran it again
+    assert len(set(lost)) == 3
+    assert None not in lost
+    keys = {e.record.idempotency_key for e in intents if isinstance(e.record, ToolCallStarted)}
+    assert len(keys) == 1  # run again with the same key
+    (body,) = [s for s in second if s.name == "SELECT orders"]
+    assert body.parent_span_id == lost[1]
+
+    root = _one_whole_trace(spans)
+    for call_lost, step_lost in ((lost[0], step_first), (lost[1], step_second)):
+        call = _by_id(spans, call_lost)
+        _interrupted(call)
+        assert (call.name, call.parent_span_id) == ("execute_tool look_up", step_lost)
+        _interrupted(_by_id(spans, step_lost))
+    done = _by_id(spans, lost[2])
+    assert done.parent_span_id == step_done
+    assert "regiment.interrupted" not in done.attributes
+    interrupted = {s.span_id for s in spans if "regiment.interrupted" in s.attributes}
+    assert interrupted == {lost[0], lost[1], step_first, step_second}
+    assert root.name == ROOT
