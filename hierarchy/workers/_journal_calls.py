@@ -315,10 +315,8 @@ class StepCalls:
     async def tool(
         self, toolset: Toolset, index: int, call: ToolCallPart, approver: Approver | None = None
     ) -> ToolResult:
-        """Run tool call number ``index`` of the step, or replay its journaled result.
-
-        ``approver`` decides a call that needs approval (see ``ApprovalGate``).
-        """
+        """Run tool call number ``index`` of the step, or replay its journaled result;
+        ``approver`` decides a call that needs approval (see ``ApprovalGate``)."""
         assign, replay, run = self._assign, self._replay, self._run
         where = (assign.plan_version, assign.step.id, index)
         finished = replay.results.get(where)
