@@ -155,17 +155,61 @@ async def api(wire: Wire) -> AsyncIterator[StandIn]:
         yield server
 
 
+# The files that take longest under ``make test`` (seconds a file on two workers, a loaded
+# 2-core machine, --durations; ``tests/ray`` is one unit, see below): handed out first, so
+# none of them starts last and leaves the other worker idle at the end of the run. After
+# them, the other files go out largest first (by their number of tests). A file named here
+# that no longer exists fails tests/test_heavy_first.py.
+HEAVY_FIRST = (
+    "tests/ray",
+    "tests/cli/test_resume_events_file.py",
+    "tests/cli/test_resume_by_id.py",
+    "tests/cli/test_show_ends.py",
+    "tests/cli/test_plain_install.py",
+    "tests/cli/test_output_unwritten.py",
+    "tests/cli/test_interrupt.py",
+    "tests/cli/test_mcp_start_line.py",
+    "tests/cli/test_usage_before_notes.py",
+    "tests/cli/test_interrupt_waits.py",
+    "tests/cli/test_answer_unwritten.py",
+)
+
+
+def work_unit(nodeid: str) -> str:
+    """What one xdist worker runs whole: the test's file, or ``tests/ray`` for any Ray
+    test (the session then starts one local Ray, not one per worker)."""
+    path = nodeid.split("::", 1)[0]
+    return "tests/ray" if path.startswith("tests/ray/") else path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files in ``HEAVY_FIRST`` first, in its order; then the rest, most tests first
+    (what xdist's own --loadscope-reorder did); a file's tests keep their order."""
+    rank = {unit: n for n, unit in enumerate(HEAVY_FIRST)}
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[work_unit(item.nodeid)] = counts.get(work_unit(item.nodeid), 0) + 1
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        unit = work_unit(item.nodeid)
+        return rank.get(unit, len(rank)), -counts[unit]
+
+    items.sort(key=order)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``make test`` runs the suite on pytest-xdist workers. Each test file goes to one
     worker, so a module's costly fixtures (a built venv, a PostgreSQL server) are made
-    once; every Ray test goes to one worker, so the session starts one local Ray, not one
-    per worker. (xdist's own ``xdist_group`` marks do not group under pytest 9: its
-    ``--dist loadgroup`` renames nodes through an attribute pytest no longer reads.)"""
+    once; every Ray test goes to one worker (``work_unit``). (xdist's own ``xdist_group``
+    marks do not group under pytest 9: its ``--dist loadgroup`` renames nodes through an
+    attribute pytest no longer reads.) The units go out in collection order, which
+    ``pytest_collection_modifyitems`` sets: xdist's reorder (most tests first) would put a
+    heavy file of few tests last, and the run would wait on it alone."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByFile(LoadScopeScheduling):  # type: ignore[misc]  # (xdist ships no types)
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "tests/ray" if path.startswith("tests/ray/") else path
+            return work_unit(nodeid)
 
+    config.option.loadscopereorder = False
     return ByFile(config, log)
