@@ -155,23 +155,48 @@ async def api(wire: Wire) -> AsyncIterator[StandIn]:
         yield server
 
 
-# The files that take longest under ``make test`` (seconds a file on two workers, a loaded
-# 2-core machine, --durations; ``tests/ray`` is one unit, see below): handed out first, so
-# none of them starts last and leaves the other worker idle at the end of the run. After
-# them, the other files go out largest first (by their number of tests). A file named here
-# that no longer exists fails tests/test_heavy_first.py.
+# The files that take longest under ``make test``: handed out first, so none of them starts
+# last and leaves the other worker idle at the end of the run. After them, the other files
+# go out largest first (by their number of tests). The seconds are a file's tests summed
+# (--durations, -n 2, Dec 2026, a 2-core machine at load 10-17: about twice a quiet one's);
+# ``tests/ray`` is one unit (``work_unit``, all on one worker) and goes first. A file
+# named here that no longer exists fails tests/test_heavy_first.py.
 HEAVY_FIRST = (
     "tests/ray",
-    "tests/cli/test_resume_events_file.py",
-    "tests/cli/test_resume_by_id.py",
-    "tests/cli/test_show_ends.py",
-    "tests/cli/test_plain_install.py",
-    "tests/cli/test_output_unwritten.py",
-    "tests/cli/test_interrupt.py",
-    "tests/cli/test_mcp_start_line.py",
-    "tests/cli/test_usage_before_notes.py",
-    "tests/cli/test_interrupt_waits.py",
-    "tests/cli/test_answer_unwritten.py",
+    "tests/telemetry/test_interrupted_spans.py",  # 138 s, 10 tests
+    "tests/journal/test_served_takeover.py",  # 89 s, 4 tests
+    "tests/examples/test_examples.py",  # 88 s, 22 tests
+    "tests/journal/test_crash_torture.py",  # 86 s, 3 tests
+    "tests/journal/test_crash_serve.py",  # 86 s, 3 tests
+    "tests/telemetry/test_crash_trace.py",  # 81 s, 6 tests
+    "tests/journal/test_crash_resume.py",  # 70 s, 24 tests
+    "tests/cli/test_plain_install.py",  # 65 s, 8 tests
+    "tests/journal/test_nested_resume.py",  # 64 s, 18 tests
+    "tests/models/test_providers.py",  # 59 s, 213 tests
+    "tests/hierarchy/test_run_cycles.py",  # 57 s, 8 tests
+    "tests/journal/test_crash_in_flight.py",  # 55 s, 15 tests
+    "tests/cli/test_output_unwritten.py",  # 51 s, 9 tests
+    "tests/cli/test_interrupt.py",  # 50 s, 20 tests
+    "tests/hierarchy/test_plan_garbage.py",  # 50 s, 7 tests
+    "tests/test_import_cost.py",  # 45 s, 24 tests
+    "tests/journal/test_approvals_processes.py",  # 45 s, 2 tests
+    "tests/cli/test_mcp_start_line.py",  # 43 s, 2 tests
+    "tests/journal/test_resume.py",  # 42 s, 21 tests
+    "tests/journal/test_resume_trace.py",  # 42 s, 5 tests
+    "tests/cli/test_usage_before_notes.py",  # 42 s, 6 tests
+    "tests/cli/test_interrupt_waits.py",  # 40 s, 3 tests
+    "tests/test_public_structs.py",  # 36 s, 1 tests
+    "tests/cli/test_answer_unwritten.py",  # 34 s, 5 tests
+    "tests/cli/test_show_ends.py",  # 33 s, 5 tests
+    "tests/test_readme.py",  # 33 s, 10 tests
+    "tests/cli/test_resume_events_file.py",  # 30 s, 6 tests
+    "tests/hierarchy/test_approval_memory.py",  # 29 s, 8 tests
+    "tests/tools/test_validation.py",  # 29 s, 24 tests
+    "tests/cli/test_broken_pipe.py",  # 28 s, 6 tests
+    "tests/actors/test_retired_cells.py",  # 27 s, 4 tests
+    "tests/cli/test_resume_by_id.py",  # 27 s, 9 tests
+    "tests/cli/test_broken_team_files.py",  # 26 s, 6 tests
+    "tests/journal/test_crash_in_flight_asks.py",  # 26 s, 5 tests
 )
 
 
