@@ -158,12 +158,16 @@ async def api(wire: Wire) -> AsyncIterator[StandIn]:
 # The files that take longest under ``make test``: handed out first, so none of them starts
 # last and leaves the other worker idle at the end of the run. After them, the other files
 # go out largest first (by their number of tests). The seconds are a file's tests summed
-# (--durations, -n 2, Dec 2026, a 2-core machine at load 10-17: about twice a quiet one's);
+# (--durations, -n 2, Dec 2026, a 2-core machine at load 10-22: two to four times a quiet one's);
 # ``tests/ray`` is one unit (``work_unit``, all on one worker) and goes first. A file
 # named here that no longer exists fails tests/test_heavy_first.py.
 HEAVY_FIRST = (
     "tests/ray",
+    "tests/mcp_tools/test_mcp_stdio_stop.py",  # 308 s, 19 tests
+    "tests/mcp_tools/test_mcp_tools.py",  # 216 s, 49 tests
     "tests/telemetry/test_interrupted_spans.py",  # 138 s, 10 tests
+    "tests/mcp_tools/test_mcp_team.py",  # 130 s, 30 tests
+    "tests/mcp_tools/test_mcp_serve_cancel.py",  # 95 s, 4 tests
     "tests/journal/test_served_takeover.py",  # 89 s, 4 tests
     "tests/examples/test_examples.py",  # 88 s, 22 tests
     "tests/journal/test_crash_torture.py",  # 86 s, 3 tests
@@ -172,12 +176,18 @@ HEAVY_FIRST = (
     "tests/journal/test_crash_resume.py",  # 70 s, 24 tests
     "tests/cli/test_plain_install.py",  # 65 s, 8 tests
     "tests/journal/test_nested_resume.py",  # 64 s, 18 tests
+    "tests/mcp_tools/test_mcp_http_auth.py",  # 60 s, 6 tests
     "tests/models/test_providers.py",  # 59 s, 213 tests
     "tests/hierarchy/test_run_cycles.py",  # 57 s, 8 tests
     "tests/journal/test_crash_in_flight.py",  # 55 s, 15 tests
+    "tests/mcp_tools/test_mcp_server_logs.py",  # 52 s, 20 tests
     "tests/cli/test_output_unwritten.py",  # 51 s, 9 tests
+    "tests/mcp_tools/test_mcp_client_spans.py",  # 50 s, 12 tests
     "tests/cli/test_interrupt.py",  # 50 s, 20 tests
     "tests/hierarchy/test_plan_garbage.py",  # 50 s, 7 tests
+    "tests/mcp_tools/test_mcp_content.py",  # 49 s, 14 tests
+    "tests/mcp_tools/test_mcp_http_stop.py",  # 47 s, 3 tests
+    "tests/serve/test_sigterm.py",  # 47 s, 7 tests
     "tests/test_import_cost.py",  # 45 s, 24 tests
     "tests/journal/test_approvals_processes.py",  # 45 s, 2 tests
     "tests/cli/test_mcp_start_line.py",  # 43 s, 2 tests
@@ -189,12 +199,19 @@ HEAVY_FIRST = (
     "tests/cli/test_answer_unwritten.py",  # 34 s, 5 tests
     "tests/cli/test_show_ends.py",  # 33 s, 5 tests
     "tests/test_readme.py",  # 33 s, 10 tests
+    "tests/mcp_tools/test_mcp_team_env.py",  # 32 s, 10 tests
+    "tests/mcp_tools/test_mcp_serve.py",  # 31 s, 4 tests
+    "tests/mcp_tools/test_mcp_approvals.py",  # 30 s, 7 tests
     "tests/cli/test_resume_events_file.py",  # 30 s, 6 tests
+    "tests/mcp_tools/test_mcp_http_client_gone.py",  # 30 s, 2 tests
     "tests/hierarchy/test_approval_memory.py",  # 29 s, 8 tests
     "tests/tools/test_validation.py",  # 29 s, 24 tests
     "tests/cli/test_broken_pipe.py",  # 28 s, 6 tests
     "tests/actors/test_retired_cells.py",  # 27 s, 4 tests
     "tests/cli/test_resume_by_id.py",  # 27 s, 9 tests
+    "tests/mcp_tools/test_mcp_example.py",  # 27 s, 2 tests
+    "tests/serve/test_cancel_decided.py",  # 27 s, 9 tests
+    "tests/mcp_tools/test_mcp_server_logs_rest.py",  # 26 s, 6 tests
     "tests/cli/test_broken_team_files.py",  # 26 s, 6 tests
     "tests/journal/test_crash_in_flight_asks.py",  # 26 s, 5 tests
 )
