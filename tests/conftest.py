@@ -155,17 +155,103 @@ async def api(wire: Wire) -> AsyncIterator[StandIn]:
         yield server
 
 
+# The files that take longest under ``make test``: handed out first, so none of them starts
+# last and leaves the other worker idle at the end of the run. After them, the other files
+# go out largest first (by their number of tests). The seconds are a file's tests summed
+# (--durations, -n 2, Dec 2026, a 2-core machine at load 10-22: two to four times a quiet one's);
+# ``tests/ray`` is one unit (``work_unit``, all on one worker) and goes first. A file
+# named here that no longer exists fails tests/test_heavy_first.py.
+HEAVY_FIRST = (
+    "tests/ray",
+    "tests/mcp_tools/test_mcp_stdio_stop.py",  # 308 s, 19 tests
+    "tests/mcp_tools/test_mcp_tools.py",  # 216 s, 49 tests
+    "tests/telemetry/test_interrupted_spans.py",  # 138 s, 10 tests
+    "tests/mcp_tools/test_mcp_team.py",  # 130 s, 30 tests
+    "tests/mcp_tools/test_mcp_serve_cancel.py",  # 95 s, 4 tests
+    "tests/journal/test_served_takeover.py",  # 89 s, 4 tests
+    "tests/examples/test_examples.py",  # 88 s, 22 tests
+    "tests/journal/test_crash_torture.py",  # 86 s, 3 tests
+    "tests/journal/test_crash_serve.py",  # 86 s, 3 tests
+    "tests/telemetry/test_crash_trace.py",  # 81 s, 6 tests
+    "tests/journal/test_crash_resume.py",  # 70 s, 24 tests
+    "tests/cli/test_plain_install.py",  # 65 s, 8 tests
+    "tests/journal/test_nested_resume.py",  # 64 s, 18 tests
+    "tests/mcp_tools/test_mcp_http_auth.py",  # 60 s, 6 tests
+    "tests/models/test_providers.py",  # 59 s, 213 tests
+    "tests/hierarchy/test_run_cycles.py",  # 57 s, 8 tests
+    "tests/journal/test_crash_in_flight.py",  # 55 s, 15 tests
+    "tests/mcp_tools/test_mcp_server_logs.py",  # 52 s, 20 tests
+    "tests/cli/test_output_unwritten.py",  # 51 s, 9 tests
+    "tests/mcp_tools/test_mcp_client_spans.py",  # 50 s, 12 tests
+    "tests/cli/test_interrupt.py",  # 50 s, 20 tests
+    "tests/hierarchy/test_plan_garbage.py",  # 50 s, 7 tests
+    "tests/mcp_tools/test_mcp_content.py",  # 49 s, 14 tests
+    "tests/mcp_tools/test_mcp_http_stop.py",  # 47 s, 3 tests
+    "tests/serve/test_sigterm.py",  # 47 s, 7 tests
+    "tests/test_import_cost.py",  # 45 s, 24 tests
+    "tests/journal/test_approvals_processes.py",  # 45 s, 2 tests
+    "tests/cli/test_mcp_start_line.py",  # 43 s, 2 tests
+    "tests/journal/test_resume.py",  # 42 s, 21 tests
+    "tests/journal/test_resume_trace.py",  # 42 s, 5 tests
+    "tests/cli/test_usage_before_notes.py",  # 42 s, 6 tests
+    "tests/cli/test_interrupt_waits.py",  # 40 s, 3 tests
+    "tests/test_public_structs.py",  # 36 s, 1 tests
+    "tests/cli/test_answer_unwritten.py",  # 34 s, 5 tests
+    "tests/cli/test_show_ends.py",  # 33 s, 5 tests
+    "tests/test_readme.py",  # 33 s, 10 tests
+    "tests/mcp_tools/test_mcp_team_env.py",  # 32 s, 10 tests
+    "tests/mcp_tools/test_mcp_serve.py",  # 31 s, 4 tests
+    "tests/mcp_tools/test_mcp_approvals.py",  # 30 s, 7 tests
+    "tests/cli/test_resume_events_file.py",  # 30 s, 6 tests
+    "tests/mcp_tools/test_mcp_http_client_gone.py",  # 30 s, 2 tests
+    "tests/hierarchy/test_approval_memory.py",  # 29 s, 8 tests
+    "tests/tools/test_validation.py",  # 29 s, 24 tests
+    "tests/cli/test_broken_pipe.py",  # 28 s, 6 tests
+    "tests/actors/test_retired_cells.py",  # 27 s, 4 tests
+    "tests/cli/test_resume_by_id.py",  # 27 s, 9 tests
+    "tests/mcp_tools/test_mcp_example.py",  # 27 s, 2 tests
+    "tests/serve/test_cancel_decided.py",  # 27 s, 9 tests
+    "tests/mcp_tools/test_mcp_server_logs_rest.py",  # 26 s, 6 tests
+    "tests/cli/test_broken_team_files.py",  # 26 s, 6 tests
+    "tests/journal/test_crash_in_flight_asks.py",  # 26 s, 5 tests
+)
+
+
+def work_unit(nodeid: str) -> str:
+    """What one xdist worker runs whole: the test's file, or ``tests/ray`` for any Ray
+    test (the session then starts one local Ray, not one per worker)."""
+    path = nodeid.split("::", 1)[0]
+    return "tests/ray" if path.startswith("tests/ray/") else path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files in ``HEAVY_FIRST`` first, in its order; then the rest, most tests first
+    (what xdist's own --loadscope-reorder did); a file's tests keep their order."""
+    rank = {unit: n for n, unit in enumerate(HEAVY_FIRST)}
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[work_unit(item.nodeid)] = counts.get(work_unit(item.nodeid), 0) + 1
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        unit = work_unit(item.nodeid)
+        return rank.get(unit, len(rank)), -counts[unit]
+
+    items.sort(key=order)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``make test`` runs the suite on pytest-xdist workers. Each test file goes to one
     worker, so a module's costly fixtures (a built venv, a PostgreSQL server) are made
-    once; every Ray test goes to one worker, so the session starts one local Ray, not one
-    per worker. (xdist's own ``xdist_group`` marks do not group under pytest 9: its
-    ``--dist loadgroup`` renames nodes through an attribute pytest no longer reads.)"""
+    once; every Ray test goes to one worker (``work_unit``). (xdist's own ``xdist_group``
+    marks do not group under pytest 9: its ``--dist loadgroup`` renames nodes through an
+    attribute pytest no longer reads.) The units go out in collection order, which
+    ``pytest_collection_modifyitems`` sets: xdist's reorder (most tests first) would put a
+    heavy file of few tests last, and the run would wait on it alone."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByFile(LoadScopeScheduling):  # type: ignore[misc]  # (xdist ships no types)
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "tests/ray" if path.startswith("tests/ray/") else path
+            return work_unit(nodeid)
 
+    config.option.loadscopereorder = False
     return ByFile(config, log)

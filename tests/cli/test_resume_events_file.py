@@ -2,7 +2,10 @@
 order. It was overwritten with the resumed stream, which replays the journal's events: the
 first part's tool calls, its approval request and its pause were lost from the file.
 
-Real ``python -m regiment`` processes on a real SQLite journal, on both backends.
+Each ``regiment resume`` is a real ``python -m regiment`` process on a real SQLite journal,
+on both backends. The run it resumes is made, paused and approved by the same commands
+in this process (``run_cli``, on the test's backend): a child each took 3-8 s on a
+loaded machine, and made this file the slowest of the suite.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import pytest
 
 from regiment.hierarchy import JournaledEvents
 from regiment.journal import open_journal
-from tests.cli.helpers import regiment_process
+from tests.cli.helpers import regiment_process, run_cli
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
@@ -45,14 +48,21 @@ def _command(backend: str, *argv: str, cwd: Path, events: Path) -> str:
     return done.stderr
 
 
-def _paused_and_approved(backend: str, cwd: Path, events: Path) -> str:
+async def _paused_and_approved(cwd: Path, events: Path) -> str:
     """The refund run, paused at its approval (its events in ``events``), then approved."""
-    _command(backend, "run", EXAMPLE, GOAL, "--app-dir", str(REPO), cwd=cwd, events=events)
-    run_id = str(json.loads(events.read_text().splitlines()[0])["run_id"])
-    listed = regiment_process("approvals", run_id, "--json", "--journal", "runs.db", cwd=cwd)
-    request = json.loads(listed.stdout)["request_id"]
-    approved = regiment_process("approve", run_id, request, "--journal", "runs.db", cwd=cwd)
-    assert approved.returncode == 0, approved.stderr
+    journal = str(cwd / "runs.db")
+    code, _, err = await run_cli(
+        *("run", EXAMPLE, GOAL, "--model", "scripted", "--app-dir", str(REPO)),
+        *("--journal", journal, "--events", "jsonl", "--events-file", str(events)),
+    )
+    assert code == 3, err
+    (paused,) = [line for line in err.splitlines() if line.startswith("paused:")]
+    run_id = paused.rsplit(" ", 1)[1]
+    code, listed, err = await run_cli("approvals", run_id, "--json", "--journal", journal)
+    assert code == 0, err
+    request = json.loads(listed)["request_id"]
+    code, _, err = await run_cli("approve", run_id, request, "--journal", journal)
+    assert code == 0, err
     return run_id
 
 
@@ -74,7 +84,7 @@ async def test_the_file_of_run_then_resume_holds_the_whole_run_once(
     tmp_path: Path, anyio_backend: str
 ) -> None:
     events = tmp_path / "events.jsonl"
-    run_id = _paused_and_approved(anyio_backend, tmp_path, events)
+    run_id = await _paused_and_approved(tmp_path, events)
     first = events.read_text().splitlines()
     assert _types(first)[-3:] == ["ApprovalRequested", "ToolCallFinished", "RunCompleted"]
 
@@ -98,7 +108,7 @@ async def test_the_file_of_run_then_resume_holds_the_whole_run_once(
 async def test_a_new_file_gets_the_whole_run_and_a_cut_last_line_is_cut_off(
     tmp_path: Path, anyio_backend: str
 ) -> None:
-    run_id = _paused_and_approved(anyio_backend, tmp_path, tmp_path / "first.jsonl")
+    run_id = await _paused_and_approved(tmp_path, tmp_path / "first.jsonl")
     new = tmp_path / "new.jsonl"
     _command(anyio_backend, "resume", run_id, cwd=tmp_path, events=new)
     lines = new.read_text().splitlines()
@@ -108,7 +118,7 @@ async def test_a_new_file_gets_the_whole_run_and_a_cut_last_line_is_cut_off(
     assert _types(lines)[-1] == "RunCompleted"
 
     # A file whose writer died mid-line: the cut line goes, the rest is kept, nothing twice.
-    again = _paused_and_approved(anyio_backend, tmp_path, tmp_path / "cut.jsonl")
+    again = await _paused_and_approved(tmp_path, tmp_path / "cut.jsonl")
     cut = tmp_path / "cut.jsonl"
     whole = cut.read_text().splitlines()
     cut.write_text("\n".join(whole[:-1]) + "\n" + whole[-1][:20])
@@ -124,8 +134,8 @@ async def test_a_file_of_another_run_is_refused_not_overwritten(
     tmp_path: Path, anyio_backend: str
 ) -> None:
     other = tmp_path / "other.jsonl"
-    _paused_and_approved(anyio_backend, tmp_path, other)
-    run_id = _paused_and_approved(anyio_backend, tmp_path, tmp_path / "mine.jsonl")
+    await _paused_and_approved(tmp_path, other)
+    run_id = await _paused_and_approved(tmp_path, tmp_path / "mine.jsonl")
     before, records = other.read_bytes(), await _records(tmp_path, run_id)
     done = regiment_process(
         *("resume", run_id, "--journal", "runs.db", "--backend", anyio_backend),

@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from .helpers import read_until, regiment_process
+from .helpers import read_until, run_cli
 from .test_interrupt_ends import _team
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals to a child need POSIX")
@@ -53,13 +54,18 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def _shown(run_id: str, journal: str, cwd: Path) -> tuple[list[str], dict[str, Any]]:
-    """``regiment show RUN_ID``'s lines and ``--json``'s object."""
-    text = regiment_process("show", run_id, "--journal", journal, cwd=cwd)
-    assert text.returncode == 0, text.stderr
-    shown = regiment_process("show", run_id, "--json", "--journal", journal, cwd=cwd)
-    assert shown.returncode == 0, shown.stderr
-    return text.stdout.splitlines(), json.loads(shown.stdout)
+def _shown(run_id: str, journal: str) -> tuple[list[str], dict[str, Any]]:
+    """``regiment show RUN_ID``'s lines and ``--json``'s object. Run in this process (the
+    runs it reads were real processes): a child each took 3-6 s on a loaded machine."""
+
+    async def both() -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+        text = await run_cli("show", run_id, "--journal", journal)
+        return text, await run_cli("show", run_id, "--json", "--journal", journal)
+
+    (code, text, err), (json_code, shown, json_err) = anyio.run(both)
+    assert code == 0, err
+    assert json_code == 0, json_err
+    return text.splitlines(), json.loads(shown)
 
 
 def _check_same_ends(events: list[dict[str, Any]], lines: list[str], shown: dict[str, Any]) -> None:
@@ -86,7 +92,7 @@ def _interrupted_run(tmp_path: Path, journal: str, backend: str) -> str:
     _stopped([*argv, "--events-file", str(ev)], tmp_path, signal.SIGINT)
     events = _events(ev)
     run_id = str(events[0]["run_id"])
-    _check_same_ends(events, *_shown(run_id, journal, tmp_path))
+    _check_same_ends(events, *_shown(run_id, journal))
     return run_id
 
 
@@ -110,7 +116,7 @@ def test_show_of_a_killed_run_leaves_it_open_then_ends_it_once_resumed_and_cut(
     argv += ["--journal", journal, "--backend", backend, "--events", "jsonl"]
     _stopped([*argv, "--events-file", str(ev)], tmp_path, signal.SIGKILL)
     run_id = str(_events(ev)[0]["run_id"])
-    lines, shown = _shown(run_id, journal, tmp_path)
+    lines, shown = _shown(run_id, journal)
     # No closing event: the step and its call are open, not cut by a report never made.
     assert shown["status"] == "stalled"
     (step,) = shown["steps"]
@@ -126,4 +132,4 @@ def test_show_of_a_killed_run_leaves_it_open_then_ends_it_once_resumed_and_cut(
     again = tmp_path / "again.jsonl"
     resume = ["resume", run_id, "--journal", journal, "--plain", "--backend", backend]
     _stopped([*resume, "--events", "jsonl", "--events-file", str(again)], tmp_path, signal.SIGINT)
-    _check_same_ends(_events(again), *_shown(run_id, journal, tmp_path))
+    _check_same_ends(_events(again), *_shown(run_id, journal))
