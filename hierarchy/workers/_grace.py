@@ -55,6 +55,11 @@ class GivesUp(HandsIn):
     _jobs: Mapping[tuple[str, int, str, int], StepJob]
     # What becomes of a step given up, as its warning says (a Ray worker's differs).
     given_up_then = "it still runs, and the team's stop will wait for it"
+    # What the team's stop does about a step's tool that still runs (a Ray worker's differs).
+    held_then = (
+        "the stop waits for it to return, as no task can be left behind (the event "
+        "loop's own shutdown would wait for it too)"
+    )
 
     async def _stopping(self) -> None:
         """The worker stops (its tasks are cancelled): its running steps call their
@@ -75,7 +80,7 @@ class GivesUp(HandsIn):
                 await job.ended.wait()  # type: ignore[union-attr]  # made just above
         for job in running:
             if job.ended is not None and not job.ended.is_set() and not job.abandoned:
-                _log_held(job, _in_flight(job), self._name)
+                _log_held(job, _in_flight(job), self._name, self.held_then)
 
     def _time_out(self, job: StepJob) -> None:
         self._cut(job, "timeout")
@@ -86,8 +91,8 @@ class GivesUp(HandsIn):
         if job.scope is not None and self._grace is not None and job.ended is None:
             job.ended = anyio.Event()
             grace = (job, self._grace, self._name, self._step_timeout, self._hand_over)
-            then = self.given_up_then
-            self.ctx.start_soon(abandon_after, *grace, then, name=f"{self._name} cancel grace")
+            then = (self.given_up_then, self.held_then)
+            self.ctx.start_soon(abandon_after, *grace, *then, name=f"{self._name} cancel grace")
 
 
 async def abandon_after(
@@ -97,10 +102,11 @@ async def abandon_after(
     step_timeout: float | None,
     hand_in: Callable[[StepJob, StepReport], Awaitable[None]],
     then: str = GivesUp.given_up_then,
+    held: str = GivesUp.held_then,
 ) -> None:
     """Wait up to ``grace`` seconds for the cut step ``job`` to end; if it has not,
     hand its report in for it (``hand_in``) and mark it abandoned, warning what
-    becomes of it (``then``)."""
+    becomes of it (``then``; ``held``: what the team's stop does about it)."""
     ended = job.ended
     assert ended is not None  # made when the step was cut
     with anyio.move_on_after(grace):
@@ -116,7 +122,7 @@ async def abandon_after(
         await ended.wait()  # until the tool returns at last
     except anyio.get_cancelled_exc_class():
         # The worker is stopping (the team's stop), and waits for the step's runner.
-        _log_held(job, _in_flight(job), worker)
+        _log_held(job, _in_flight(job), worker, held)
         with anyio.CancelScope(shield=True):
             await ended.wait()  # ends with the runner: it does not hold the stop longer
         raise
@@ -182,16 +188,16 @@ def _what(tools: list[str]) -> str:
     return ", ".join(f"tool '{t}'" for t in tools) or "the step"
 
 
-def _log_held(job: StepJob, tools: list[str], worker: str) -> None:
+def _log_held(job: StepJob, tools: list[str], worker: str, held: str) -> None:
     assign = job.assign
     _team_log.warning(
         "the team is stopping, but %s of step %s (worker '%s', run %s) ignores "
-        "cancellation and still runs; the stop waits for it to return, as no task can be "
-        "left behind (the event loop's own shutdown would wait for it too). %s",
+        "cancellation and still runs; %s. %s",
         _what(tools),
         assign.step.id,
         worker,
         assign.run_id,
+        held,
         _LET_IT_THROUGH,
         extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
     )

@@ -24,7 +24,7 @@ from regiment.hierarchy.guard._types import Guardrail
 from regiment.hierarchy.workers._live import LiveWorker
 from regiment.hierarchy.workers._placement import Ray, by_pool, not_started
 from regiment.hierarchy.workers._ray_actor import RayWorkerActor, RunLinks
-from regiment.hierarchy.workers._ray_cancel import ended_remotely, restart
+from regiment.hierarchy.workers._ray_cancel import CutEnds, cut_remotely
 from regiment.hierarchy.workers._ray_cluster import ClusterProbe
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_host import HostedWorker, StepHost
@@ -213,12 +213,13 @@ class RayReplicas:
         assign: AssignStep,
         headers: dict[str, str],
         conduit: StepConduit,
-        grace: float | None,
+        ends: CutEnds,
     ) -> StepReport:
         """Run ``worker``'s step on the next replica; on ``WorkerLost``, unless the whole
         cluster is gone, once more on another, with what the first attempt journaled.
-        Cut, the step has ``grace`` seconds (its worker's ``cancel_grace``) to end on its
-        replica, which is restarted if it does not (``ended_remotely``).
+        Cut, the step has ``ends.grace`` seconds (its worker's ``cancel_grace``) to end on
+        its replica, which is restarted if it does not (``end_cut``, in a task ``ends``
+        starts: the cut itself returns at once).
 
         Raises:
             WorkerLost: the replicas running the step died both times.
@@ -231,10 +232,9 @@ class RayReplicas:
             back = (self._ray, self._handles[first], self._start_timeout, _CONTROL, down)
             await self.cluster.watched(functools.partial(replica_back, *back), worker)
         try:
-            return await self._step_on(first, worker, conduit, (key, grace), headers)
+            return await self._step_on(first, worker, conduit, (key, ends), headers)
         except WorkerLost as lost:
-            self.mcp.lost(first)
-            self._down.add(first)
+            self._lost(first)
             if await self.cluster.gone():
                 raise self.cluster.lost(worker, lost) from lost
             extra = {"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker}
@@ -246,10 +246,9 @@ class RayReplicas:
         try:  # the only replica, or both died: wait for the one Ray restarts
             back = (self._ray, self._handles[other], self._start_timeout, _CONTROL, first_loss)
             await self.cluster.watched(functools.partial(replica_back, *back), worker)
-            return await self._step_on(other, worker, conduit, (key, grace), headers)
+            return await self._step_on(other, worker, conduit, (key, ends), headers)
         except WorkerLost as lost:
-            self.mcp.lost(other)
-            self._down.add(other)
+            self._lost(other)
             if await self.cluster.gone():
                 raise self.cluster.lost(worker, lost) from lost
             raise
@@ -259,7 +258,7 @@ class RayReplicas:
         index: int,
         worker: str,
         conduit: StepConduit,
-        step: tuple[str, float | None],
+        step: tuple[str, CutEnds],
         headers: dict[str, str],
     ) -> StepReport:
         await self.mcp.revive(index, worker)  # its MCP servers, if Ray restarted it
@@ -268,6 +267,11 @@ class RayReplicas:
         self._down.discard(index)  # it answers
         await self.mcp.refresh(index, conduit.tools_version)  # a server changed its tools
         return report
+
+    def _lost(self, index: int) -> None:
+        """Replica ``index`` died, or is killed for Ray to restart (a cut step would not end)."""
+        self.mcp.lost(index)  # its MCP servers start again once it is back
+        self._down.add(index)  # first tries go to the others meanwhile
 
     def _live_from(self, start: int, avoid: int = -1) -> int:
         """The first replica from ``start`` on, in turn, not known to be down (nor
@@ -304,12 +308,12 @@ class RayReplicas:
         self,
         index: int,
         conduit: StepConduit,
-        step: tuple[str, float | None],
+        step: tuple[str, CutEnds],
         headers: dict[str, str],
     ) -> StepReport:
-        """The step (``step``: its key, and how long it has to end once cut) on replica
-        ``index``: its report."""
-        worker, handle, (key, grace) = conduit.worker, self._handles[index], step
+        """The step (``step``: its key, and how it ends once cut) on replica ``index``:
+        its report."""
+        worker, handle, (key, ends) = conduit.worker, self._handles[index], step
         stream = handle.step.remote(conduit.payload(key, headers))
         try:
             drain = functools.partial(conduit.drain, stream, functools.partial(_ack, handle, key))
@@ -324,21 +328,11 @@ class RayReplicas:
             conduit.replica_lost()
             raise
         except BaseException as exc:
-            # Its model calls in flight: billed all the same (before the cancel's wait).
-            conduit.step_cut()
+            conduit.step_cut()  # its model calls in flight: billed all the same
             self.cluster.check(worker, exc)  # gone (another pool found out): no one to ask
-            # Cancelled (the run, a replan, the step timeout), or the journal failed:
-            # stop the remote step too, and wait until it has ended there (up to the
-            # worker's cancel_grace; past it, its replica is restarted), so no remote
-            # work of a cancelled step goes on once the cancel is over. Not recursive:
-            # Ray would also cancel the calls the step's tools make, and a tool's
-            # cleanup (telling a service it stopped) must still get through.
-            self._ray.cancel(stream, recursive=False)
-            with anyio.CancelScope(shield=True):
-                if not await ended_remotely(self._ray, handle, key, worker, grace):
-                    self.mcp.lost(index)  # its MCP servers start again once it is back
-                    self._down.add(index)  # first tries go to the others meanwhile
-                    restart(self._ray, handle, (worker, key, index), grace)
+            # Cancelled (the run, a replan, the step timeout), or the journal failed: the
+            # remote step is cancelled too; the worker waits for its end there, not the run.
+            cut_remotely(self._ray, (stream, handle), (worker, key, index), ends, self._lost)
             raise
         if report is None:
             raise WorkerLost(f"worker '{worker}': its Ray replica ended a step without a report")

@@ -4,7 +4,7 @@ team's ways to a step's run it is given (:class:`RunLinks`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from regiment.hierarchy._live_events import LiveChannel, live_sink
@@ -12,6 +12,7 @@ from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy.workers._approval_gate import Approvals
 from regiment.hierarchy.workers._journal_calls import RunCalls, RunLookup
 from regiment.hierarchy.workers._loop import StepProgress
+from regiment.hierarchy.workers._ray_cancel import CutEnds
 from regiment.hierarchy.workers._ray_conduit import StepConduit
 from regiment.hierarchy.workers._ray_mcp import PlacedTools
 from regiment.hierarchy.workers._step_actor import StepActor
@@ -37,10 +38,16 @@ class RayWorkerActor(StepActor):
     """Hands a Ray-placed worker's steps to its replicas; the step bookkeeping
     (queueing, cancel scopes, timeouts, one report per step) is the shared one."""
 
-    # A step given up on still runs on its replica, which is then killed for Ray to
-    # restart (``_ray_cancel.restart``): nothing of it goes on, nor holds the stop.
+    # A cut step's runner does not wait for its end on the replica (``_ray_cancel.end_cut``
+    # does, in a task of this actor's): one given up on, or holding the stop, is one whose
+    # runner is held elsewhere. Its replica is killed for Ray to restart once its grace is
+    # over, if it still runs then: nothing of it goes on, nor holds the stop longer.
     given_up_then = (
         "its Ray replica is restarted unless the step ends there now, so nothing of it runs on"
+    )
+    held_then = (
+        "its Ray replica is killed once the worker's cancel_grace is over (Ray restarts it), "
+        "so the stop does not wait for the tool to return"
     )
 
     def __init__(
@@ -59,6 +66,9 @@ class RayWorkerActor(StepActor):
         # its tools as the team's process knows them (its replicas' MCP tools too): approvals
         self._tools = tools
         self._packed: tuple[object, bytes] | None = None  # the last deps pickled, and their bytes
+        # A cut step's end on its replica: waited for in a task of this actor's (its
+        # stop waits), not by the step's run (_ray_cancel.end_cut).
+        self._ends = CutEnds(self._grace, self._start_end)
         replicas.acquire()
 
     def held_back(self, assign: AssignStep, held: bool) -> None:
@@ -85,10 +95,13 @@ class RayWorkerActor(StepActor):
             worker=name,
             catch_up=None if self._tools is None else self._tools.caught_up,
         )
-        report = await self._replicas.run(name, assign, inject(), conduit, self._grace)
+        report = await self._replicas.run(name, assign, inject(), conduit, self._ends)
         progress.usage, progress.model_calls = report.usage, report.model_calls
         progress.tool_calls = report.tool_calls
         return report
+
+    def _start_end(self, end: Callable[[], Awaitable[None]]) -> None:
+        self.ctx.start_soon(end, name=f"{self._worker.name} cut step's end on Ray")
 
     def _deps(self, run: RunCalls | None) -> bytes | None:
         """The run's deps pickled; a run's steps share one pickling (the last run's is kept)."""

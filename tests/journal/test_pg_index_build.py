@@ -178,3 +178,60 @@ async def test_an_invalid_index_of_another_definition_is_replaced(
         await journal.close()
     (warned,) = [r.getMessage() for r in caplog.records]
     assert "was left INVALID" in warned
+
+
+_AGE = (  # how long the session's transaction has been open, in seconds
+    "SELECT extract(epoch FROM clock_timestamp() - xact_start) FROM pg_stat_activity WHERE pid = %s"
+)
+
+
+async def _until_older_than(url: str, pid: int, seconds: float) -> None:
+    """Once session ``pid``'s transaction has been open ``seconds``."""
+    with anyio.fail_after(60):  # (a hang guard)
+        while True:
+            with psycopg.connect(url, autocommit=True) as admin:
+                row = admin.execute(_AGE, (pid,)).fetchone()
+            if row is not None and row[0] is not None and float(row[0]) > seconds:
+                return
+            await anyio.sleep(0.05)
+
+
+async def test_an_opening_does_not_wait_for_a_long_transaction_to_build_the_index(
+    postgres_url: str, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Another program's transaction on the journal, open for a while: before, the opening
+    # (the build in it) waited until it ended, or until lock_timeout, then warned and left
+    # an INVALID index. The build is left to a later opening now, and nothing waits.
+    writer, lease = await _old_journal(postgres_url, clock)
+    run_id = lease.run_id
+    await writer.close()
+    caplog.set_level(logging.INFO, logger="regiment.journal")
+    holder = psycopg.connect(postgres_url, application_name="report")
+    try:
+        holder.execute(b"LOCK TABLE journal_records IN ROW EXCLUSIVE MODE")
+        pid = holder.info.backend_pid
+        await _until_older_than(postgres_url, pid, 2.5)
+        with anyio.fail_after(20):  # (before: held until the holder's end, past this)
+            journal = await PostgresJournal.open(postgres_url, clock=clock, lock_timeout=30)
+        try:
+            assert _state(postgres_url) is None  # not built, and no INVALID one left
+            found = await find_approval(journal, "a2")  # the look-up works without it
+            assert found is not None
+            assert found.request.run_id == run_id
+            other = await journal.create_run(created(new_id()), owner="w", ttl=TTL)
+            assert await journal.append(other, event(other.run_id, 1), durable=True) == 2
+        finally:
+            await journal.close()
+    finally:
+        holder.close()
+    said = [r.getMessage() for r in caplog.records]
+    (deferred,) = [m for m in said if "is not built now" in m]
+    assert f"index {INDEX} is not built now: building it would wait for the transaction" in (
+        deferred
+    )
+    assert f"of session pid {pid} (report, idle in transaction), open for " in deferred
+    assert "built the next time the journal is opened for writing" in deferred
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    # With that transaction over, the next opening builds it.
+    await (await PostgresJournal.open(postgres_url, clock=clock)).close()
+    assert _state(postgres_url) == (True, False, _RIGHT)

@@ -202,7 +202,7 @@ def held_worker(
     effect under its idempotency key (once per key, however often it is called). With
     ``calls``, it waits in a call to ``probe`` (:meth:`Probe.call`) instead. With
     ``ignores``, its first call ignores the cancel (shields its wait): only a kill
-    ends it; later calls return at once."""
+    ends it (or, with ``calls``, the probe's release); later calls return at once."""
 
     @tool(idempotency_key=("order_id",))
     async def hold(order_id: str) -> str:
@@ -215,11 +215,11 @@ def held_worker(
         try:
             # Inside the try: the test sees the start (the probe has run it) and may
             # cancel while this await still waits for its reply; the cancel must be told.
-            if calls:
-                await actor.call.remote(os.getpid())
-            else:
-                await actor.start.remote(os.getpid())
-                with anyio.CancelScope(shield=ignores):
+            with anyio.CancelScope(shield=ignores):
+                if calls:
+                    await actor.call.remote(os.getpid())
+                else:
+                    await actor.start.remote(os.getpid())
                     await anyio.sleep_forever()
         finally:
             with anyio.CancelScope(shield=True):

@@ -158,9 +158,8 @@ async def test_a_remote_step_that_will_not_stop_gets_its_replica_restarted(
     assert said[0].startswith("worker 'holder': step "), said
     assert "did not end on its Ray replica 0 within 1 s of its cancel" in said[0], said
     assert "The replica was killed so that nothing of the step runs on" in said[0], said
-    # The worker's own warning, as the step was given up, said it "still runs, and the
-    # team's stop will wait for it": true in process, not for a replica restarted.
+    # Not given up by the worker either (its warning said the step "still runs, and the
+    # team's stop will wait for it", untrue here): its report was made at the cut, and
+    # only the wait for its end on the replica took the grace (test_ray_cut_ends).
     worker = [r.getMessage() for r in caplog.records if r.name == "regiment.worker"]
-    (given,) = [m for m in worker if "did not stop within 1.0s" in m]  # its grace: first
-    assert "still runs, and the team's stop will wait" not in given, given
-    assert "without it; its Ray replica is restarted unless the step ends there now" in given
+    assert [m for m in worker if "did not stop within" in m] == [], worker
