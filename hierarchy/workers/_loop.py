@@ -307,8 +307,10 @@ def _begin(
             # (a StepCalls once a tool is called); with nothing around it (no settings to
             # merge, metrics or span), awaited by the loop itself: ``raw``
             t = caller.telemetry
-            raw = caller.settings is None and t.metrics is None and not t.traced
-            return messages, None, caller.call, limited, caller if raw else None
+            if caller.settings is None and t.metrics is None:  # traced: the span's call itself
+                raw = None if t.traced else caller
+                return messages, None, caller.traced, limited, raw
+            return messages, None, caller.call, limited, None
         return messages, journaled, journaled.model_call(caller), limited, None
     journaled = journaled or StepCalls(None, assign, worker)
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))
