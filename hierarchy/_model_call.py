@@ -84,8 +84,7 @@ class ModelCaller:
     async def call(self, request: ModelRequest, live: LiveSink | None = None) -> ModelResponse:
         """One model call; the reply's text is made encodable (see :mod:`regiment.hierarchy._text`).
 
-        With ``live`` (the run is streamed), the model streams and its text goes
-        to ``live`` as ``TextDelta`` s; without, it answers in one piece.
+        With ``live`` (a streamed run) its text goes there as ``TextDelta`` s as it comes.
         """
         settings = self.settings
         if settings is not None:
@@ -100,7 +99,7 @@ class ModelCaller:
                     self.failed(exc)
                     raise
                 return self.answered(reply, request)
-            return await self._traced(request, live)
+            return await self.traced(request, live)
         return await self._measured(request, live, metrics)
 
     def answered(self, reply: ModelResponse, request: ModelRequest) -> ModelResponse:
@@ -218,7 +217,7 @@ class ModelCaller:
                 attributes[sc.SERVER_PORT] = server[1]
         started = time.perf_counter()
         try:
-            response = await self._traced(request, live)
+            response = await self.traced(request, live)
         except Exception as exc:
             spent = exc.usage if isinstance(exc, ModelError) else None  # a refusal is billed
             metrics.model_call(
@@ -240,7 +239,8 @@ class ModelCaller:
         )
         return response
 
-    async def _traced(self, request: ModelRequest, live: LiveSink | None) -> ModelResponse:
+    async def traced(self, request: ModelRequest, live: LiveSink | None = None) -> ModelResponse:
+        """``call`` with no settings or metrics: a traced worker step awaits it itself (#22)."""
         telemetry = self.telemetry
         model = self.model
         if not telemetry.traced:  # no span: nothing to work out for one
@@ -263,20 +263,26 @@ class ModelCaller:
             server=_server(model),
             attributes=tuning,
         ) as span:
-            content = telemetry.capture_content and span.is_recording()
+            content = telemetry.recorder.capture and span.is_recording()  # (no property hop)
             if content:
                 telemetry.recorder.chat_input(
                     span, system=request.system, messages=input_messages(request.messages)
                 )
-            try:
-                reply = await _reply(model, request, live, self.price)
-            except ModelError as exc:  # what a failed call spent is on its span too
-                if exc.usage is not None and span.is_recording():
+            try:  # (``_reply``'s work, with no coroutine of its own)
+                reply = await (
+                    model.complete(request) if live is None else live.streamed(model, request)
+                )
+            except BaseException as exc:  # named, priced, a stray one made a ModelError
+                self.failed(exc)
+                if not isinstance(exc, ModelError) or exc.usage is None:
+                    raise
+                if span.is_recording():  # what a failed call spent is on its span too
                     telemetry.recorder.chat_response(span, finish_reasons=(), usage=exc.usage)
                     if exc.usage_estimated:
                         span.set_attribute(sc.REGIMENT_USAGE_ESTIMATED, True)
                 raise
             # Recorded before a refusal is refused: its span shows what it cost, and why.
+            reply = reply if (price := self.price) is None else _priced(reply, price)
             response = valid_response(reply, model)
             if span.is_recording():
                 telemetry.recorder.chat_response(

@@ -78,7 +78,10 @@ def _valid_part(
             except UnicodeEncodeError:
                 arguments = _valid_object(arguments)
             else:
-                if valid_text(call_id) is call_id and valid_text(name) is name:
+                # ASCII, as ids and names are as a rule, has no surrogate: no call (#22)
+                if (call_id.isascii() or valid_text(call_id) is call_id) and (
+                    name.isascii() or valid_text(name) is name
+                ):
                     return part
             return ToolCallPart(id=valid_text(call_id), name=valid_text(name), arguments=arguments)
         case ThinkingPart():

@@ -186,8 +186,9 @@ def call_result(
             _log.debug("tool %r raised", name, exc_info=attempted.error)
         message, error_type = describe_failure(attempted.error, attempted.attempts)
         return error_result(name, call_id, message, error_type, sent, key, attempted.attempts)
-    try:
-        content = jsonable(attempted.value)
+    try:  # text, the usual value, as it is: no call (#22)
+        value = attempted.value
+        content = value if isinstance(value, str) else jsonable(value)
     except NotJson:
         kind = _a_kind(type(attempted.value).__name__)
         # It ran: say so, or a model that reads "failed" may call it (and its side

@@ -107,6 +107,8 @@ class Tool(Generic[P, R_co]):
             validator if validator is not None else ArgumentSpec.of(fn, name, docs.params)
         )
         self._takes_context = getattr(self._spec, "context", None) is not None  # asked per call
+        own = type(self._spec) is ArgumentSpec and not self._takes_context  # called as bound
+        self._as_bound, self._no_arguments = own, own and not self._spec.names  # (#22)
         self._description = description if description is not None else docs.description
         self._definition = ToolDefinition(
             name=name, description=self._description, input_schema=self._spec.schema
@@ -161,9 +163,12 @@ class Tool(Generic[P, R_co]):
         return bound if isinstance(bound, str) else None
 
     def _bind(self, arguments: Mapping[str, JsonValue]) -> BoundArguments | str:
-        if isinstance(arguments, Mapping) and UNPARSED_ARGUMENTS in arguments:
+        plain = type(arguments) is dict  # as every model adapter makes them: no ABC check
+        if (plain or isinstance(arguments, Mapping)) and UNPARSED_ARGUMENTS in arguments:
             # What the model's adapter could not read as an object: never run on it.
             return not_an_object(arguments[UNPARSED_ARGUMENTS])
+        if self._no_arguments and plain and not arguments:
+            return BoundArguments((), {}, {}, {})  # as ArgumentSpec.validate binds it
         return self._spec.validate(arguments)
 
     def validated(self, arguments: Mapping[str, JsonValue]) -> JsonObject | str:
@@ -258,52 +263,55 @@ class Tool(Generic[P, R_co]):
                 gated = bound
             if isinstance(gated, ToolResult):
                 result = gated
-            elif context is None and self.takes_context:
+            elif context is None and self._takes_context:
                 result = no_context(self._name, call_id, gated.sent)
             else:
-                result = await self._execute(gated, call_id, limiters, context)
+                result = await _execute(self, gated, call_id, limiters, context)
         limit, content = self._policy.max_result_chars or max_result_chars, result.content
         # Short ASCII text, the usual result, is as the model may read it already.
         if not (isinstance(content, str) and len(content) <= limit and content.isascii()):
             result = fitted(result, limit)
         return msgspec.structs.replace(result, duration_s=time.perf_counter() - started - waited)
 
-    async def _execute(
-        self,
-        bound: BoundArguments,
-        call_id: str,
-        limiters: Sequence[LoopLimiter],
-        context: RunContext[object] | None,
-    ) -> ToolResult:
-        key = derive_key(self._policy.idempotency_key, self._key_name, bound.as_json)
-        policy = self._policy
-        if self._is_async and not (limiters or self._limiters or policy.timeout is not None):
-            # The usual tool: nothing to hold, no deadline, so no frames in between.
-            args, kwargs = _arguments(self._spec, bound, context)
-            try:  # (a cast() would build two generic aliases at every call)
-                value = await self._fn(*args, **kwargs)  # type: ignore[arg-type,misc]
-            except Exception as exc:
-                if policy.retries == 0 or not policy.is_retryable(exc):
-                    attempted = Attempted(None, exc, 1)
-                else:  # a retryable failure: the attempt loop takes it from the second
-                    attempted = await _attempts(self, bound, limiters, context, after=1)
-            except SystemExit as exc:
-                attempted = Attempted(None, ToolExited(exc), 1)
-            except BaseException as exc:  # a cancellation or an interrupt, as a rule
-                if not stray(exc):
-                    raise
-                attempted = Attempted(None, ToolRaisedBase(exc), 1)
-            else:
-                attempted = Attempted(value, None, 1)
-        else:
-            attempted = await _attempts(self, bound, limiters, context)
-        try:
-            return call_result(self._name, attempted, call_id, bound.sent, key)
-        finally:  # a failure's traceback holds this frame: no cycle left for the collector
-            del attempted
-
     def __repr__(self) -> str:
         return f"Tool({self._name!r})"
+
+
+async def _execute(
+    tool: Tool[..., object],
+    bound: BoundArguments,
+    call_id: str,
+    limiters: Sequence[LoopLimiter],
+    context: RunContext[object] | None,
+) -> ToolResult:
+    policy, spec = tool._policy, tool._policy.idempotency_key  # (the usual tool: no key)
+    key = None if spec is None else derive_key(spec, tool._key_name, bound.as_json)
+    if tool._is_async and not (limiters or tool._limiters or policy.timeout is not None):
+        # The usual tool: nothing to hold, no deadline, so no frames in between.
+        args, kwargs = bound.args, bound.kwargs
+        if not tool._as_bound:  # a context to put in, an MCP tool's way
+            args, kwargs = tool._spec.call_arguments(bound, context)
+        try:  # (a cast() would build two generic aliases at every call)
+            value = await tool._fn(*args, **kwargs)  # type: ignore[misc]
+        except Exception as exc:
+            if policy.retries == 0 or not policy.is_retryable(exc):
+                attempted = Attempted(None, exc, 1)
+            else:  # a retryable failure: the attempt loop takes it from the second
+                attempted = await _attempts(tool, bound, limiters, context, after=1)
+        except SystemExit as exc:
+            attempted = Attempted(None, ToolExited(exc), 1)
+        except BaseException as exc:  # a cancellation or an interrupt, as a rule
+            if not stray(exc):
+                raise
+            attempted = Attempted(None, ToolRaisedBase(exc), 1)
+        else:
+            attempted = Attempted(value, None, 1)
+    else:
+        attempted = await _attempts(tool, bound, limiters, context)
+    try:
+        return call_result(tool._name, attempted, call_id, bound.sent, key)
+    finally:  # a failure's traceback holds this frame: no cycle left for the collector
+        del attempted
 
 
 def _attempts(
@@ -319,12 +327,6 @@ def _attempts(
     return run_attempts(invoke, tool._policy, (*tool._limiters, *limiters), after=after)
 
 
-def _arguments(
-    spec: ArgumentValidator, bound: BoundArguments, context: RunContext[object] | None
-) -> tuple[tuple[object, ...], dict[str, object]]:
-    return spec.call_arguments(bound, context)
-
-
 async def _invoke(
     fn: Callable[..., object],
     is_async: bool,
@@ -332,7 +334,7 @@ async def _invoke(
     bound: BoundArguments,
     context: RunContext[object] | None,
 ) -> object:
-    args, kwargs = _arguments(spec, bound, context)
+    args, kwargs = spec.call_arguments(bound, context)
     if is_async:
         return await fn(*args, **kwargs)  # type: ignore[misc]  # is_async: it is a coroutine
     # A timeout or a cancelled caller gets control back at once; a body that had

@@ -64,10 +64,12 @@ async def _call_tools(
     gate: Approvals | None = None,
 ) -> tuple[list[ToolResultPart], bool]:
     """Run one response's tool calls at once (results in call order); did any fail?"""
-    if progress.fenced(assign.plan_version):  # its plan is over (a replan, say): no tool
-        await held_back(progress, assign, calls, telemetry, toolset)
+    # (Asked only when a fence or a stop may say no; a step's share only when it caps calls.)
+    if (progress.stopped or progress.fence is not None) and progress.fenced(assign.plan_version):
+        await held_back(progress, assign, calls, telemetry, toolset)  # its plan is over: no tool
     results: list[ToolResult | None] = [None] * len(calls)
-    limit = tool_call_limit(assign, progress, len(calls))
+    capped = (progress.allowance or assign.allowance).tool_calls is not None
+    limit = tool_call_limit(assign, progress, len(calls)) if capped else None
     if limit is not None and progress.ask_more is not None:
         limit = await tool_calls_across(progress, limit, len(calls))
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
@@ -306,8 +308,10 @@ def _begin(
             # (a StepCalls once a tool is called); with nothing around it (no settings to
             # merge, metrics or span), awaited by the loop itself: ``raw``
             t = caller.telemetry
-            raw = caller.settings is None and t.metrics is None and not t.traced
-            return messages, None, caller.call, limited, caller if raw else None
+            if caller.settings is None and t.metrics is None:  # traced: the span's call itself
+                raw = None if t.traced else caller
+                return messages, None, caller.traced, limited, raw
+            return messages, None, caller.call, limited, None
         return messages, journaled, journaled.model_call(caller), limited, None
     journaled = journaled or StepCalls(None, assign, worker)
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))

@@ -45,7 +45,7 @@ def _outcome(call: ToolCallPart, result: ToolResult) -> ToolOutcome:
         is_error=result.is_error,
         idempotency_key=result.idempotency_key,
         error_type=result.error_type,
-        raised=result.raised,
+        raised=result.is_error and result.raised,  # (no property call for a success)
     )
 
 
@@ -73,7 +73,8 @@ def collect(
             continue
         failed = failed or result.is_error
         progress.outcomes.append(_outcome(call, result))
-        parts.append(ToolResultPart(call_id=call.id, content=result.text, is_error=result.is_error))
+        text = content if isinstance(content := result.content, str) else result.text
+        parts.append(ToolResultPart(call_id=call.id, content=text, is_error=result.is_error))
     return parts, failed
 
 

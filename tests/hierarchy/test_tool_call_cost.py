@@ -109,3 +109,30 @@ async def test_a_step_nothing_records_asks_its_model_with_no_frame_between() -> 
         return event == "call" and frame.f_code is forwards
 
     assert await _counted(forwarded) == 0
+
+
+async def test_a_reply_s_call_asks_no_share_and_reads_its_result_once() -> None:
+    # No cap on tool calls: the step's share is not asked for (tool_call_limit); a text
+    # result that did not fail is not asked for its text or whether it raised (properties).
+    from regiment.hierarchy import _text
+    from regiment.hierarchy.workers import _share
+    from regiment.tools import ToolResult
+
+    asked = {
+        _share.tool_call_limit.__code__,
+        typing.cast(property, ToolResult.text).fget.__code__,  # type: ignore[union-attr]
+        typing.cast(property, ToolResult.raised).fget.__code__,  # type: ignore[union-attr]
+    }
+
+    cleaning = _text.valid_text.__code__  # an ASCII call id and tool name need none
+    in_a_part = _text._valid_part.__code__
+
+    def asked_for(frame: FrameType, event: str, _: object) -> bool:
+        if event != "call":
+            return False
+        caller = frame.f_back
+        return frame.f_code in asked or (
+            frame.f_code is cleaning and caller is not None and caller.f_code is in_a_part
+        )
+
+    assert await _counted(asked_for) == 0

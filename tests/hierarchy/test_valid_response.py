@@ -19,6 +19,9 @@ _TEXT = st.one_of(st.text(max_size=8), st.tuples(st.text(max_size=4), _LONE).map
 _PART = st.one_of(
     _TEXT.map(lambda text: TextPart(text=text)),
     _TEXT.map(lambda text: ToolCallPart(id="c1", name="t", arguments={"q": text})),
+    # The call's id and tool name too (ASCII ones skip the check: #22).
+    _TEXT.map(lambda text: ToolCallPart(id=text, name="t", arguments={})),
+    _TEXT.map(lambda text: ToolCallPart(id="c1", name=text, arguments={})),
 )
 
 
