@@ -106,10 +106,10 @@ class TopUps:
     __slots__ = (
         "above",
         "after",
+        "caps",
         "deciding",
         "ending",
         "held_back",
-        "caps",
         "ledger",
         "own",
         "refused",
