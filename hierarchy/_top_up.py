@@ -15,7 +15,9 @@ draws from that, at once and without waiting, under one fair rule:
   sent, and one for the synthesis, are kept back; of tokens, money and model calls,
   nothing is kept for the steps that wait on the step asking (they cannot start
   before it reports, nor at all once it ends the run short of them); tool calls are
-  kept for them too (a step short of tool calls answers from what it has);
+  kept for them too (a step short of tool calls answers from what it has); nor is
+  anything kept for the steps the model calls cannot send before it reports
+  (``_sendable``: it holds most of them), which could not start before it reports either;
 * it gets what its call needs, or an even part (between the steps in flight) of
   what it may draw if that is more, so a long loop does not ask before every call;
 * a step short of model calls, tokens or money that cannot be topped up now waits
