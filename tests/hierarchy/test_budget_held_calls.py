@@ -98,14 +98,23 @@ def _within(result: RunResult, budget: Budget, bodies: int) -> None:
     assert budget.usd is None or result.usage.micro_usd <= round(budget.usd * 1_000_000)
 
 
-async def test_a_nested_run_stopped_by_model_calls_names_them() -> None:
-    # Each nested run takes 26 model calls and about 9,000 tokens: 60 model calls pay
-    # for two, 60,000 tokens for six. It ended on "tokens" having spent 8,851.
-    budget, run = Budget(tokens=60_000, model_calls=60), _Run()
+@pytest.mark.parametrize(
+    "budget",
+    [
+        Budget(tokens=60_000, model_calls=60),  # ended on "tokens" having spent 8,851
+        Budget(usd=0.2, model_calls=40),  # on "usd" having spent $0.0206
+        Budget(tool_calls=30, model_calls=40),  # on "tool_calls" having run 5
+    ],
+)
+async def test_a_nested_run_stopped_by_model_calls_names_them(budget: Budget) -> None:
+    # Each nested run takes 26 model calls, 18 tool calls and about 9,000 tokens ($0.013):
+    # the model calls pay for one or two, the other limit for more.
+    run = _Run()
     result = await run.nested(budget)
     _within(result, budget, run.bodies)
     assert (result.status, result.budget_exhausted) == ("partial", "model_calls")
-    assert result.model_calls > 60 - 26  # too few left for another nested run
+    assert budget.model_calls is not None
+    assert result.model_calls > budget.model_calls - 26  # too few left for another
     assert result.usage.total_tokens < 30_000
 
 
