@@ -15,7 +15,9 @@ draws from that, at once and without waiting, under one fair rule:
   sent, and one for the synthesis, are kept back; of tokens, money and model calls,
   nothing is kept for the steps that wait on the step asking (they cannot start
   before it reports, nor at all once it ends the run short of them); tool calls are
-  kept for them too (a step short of tool calls answers from what it has);
+  kept for them too (a step short of tool calls answers from what it has); nor is
+  anything kept for the steps the model calls cannot send before it reports
+  (``_sendable``: it holds most of them), which could not start before it reports either;
 * it gets what its call needs, or an even part (between the steps in flight) of
   what it may draw if that is more, so a long loop does not ask before every call;
 * a step short of model calls, tokens or money that cannot be topped up now waits
@@ -71,6 +73,22 @@ def _none_after(key: Hashable) -> int:
     return 0
 
 
+def _sendable(ledger: BudgetLedger, key: Hashable, caps: Collection[int]) -> int:
+    """How many steps still to be sent could start before the step under ``key`` reports:
+    while it is in flight a step is sent only with its whole model call cap (the least
+    of ``caps``, each worker's), from the model calls no step holds or its siblings in
+    flight may give back, one kept for the synthesis. Nothing is kept for the rest: they
+    cannot start before it reports, nor at all once it ends the run short (as the steps
+    that wait on it), so a step holding the run's model calls is not stopped on a limit
+    it has barely spent."""
+    calls = ledger.room("model_calls")
+    if calls is None:
+        return 1 << 62
+    held = ledger.reserved.get(key)
+    mine = 0 if held is None else held.model_calls or 0
+    return max(0, calls[0] - mine - 1) // max(1, min(caps, default=1))
+
+
 @final
 class TopUps:
     """One run's top-ups for its steps in flight (see the module's docstring).
@@ -83,11 +101,14 @@ class TopUps:
         told: emits an event of the run (its book's ``emit``).
         above: a nested run's: the run above's top-ups and the key of the step served.
         own: a nested run's: its team's own budget, which a top-up never goes past.
+        caps: each worker's model call cap (a step in flight beside others is sent
+            with its whole cap): how many steps still to be sent could start.
     """
 
     __slots__ = (
         "above",
         "after",
+        "caps",
         "deciding",
         "ending",
         "held_back",
@@ -108,6 +129,7 @@ class TopUps:
         self.told: Callable[[Event], None] | None = None
         self.above: tuple[TopUps, Hashable] | None = None
         self.own: Budget | None = None
+        self.caps: Collection[int] = ()  # each worker's model call cap (``_sendable``)
         # Steps waiting in ``grant_waiting`` for a sibling to give back (key -> how many
         # wait under it: a nested run's steps wait under the step it serves: ``waits_at``).
         self.waiting: dict[Hashable, int] = {}
@@ -255,10 +277,13 @@ class TopUps:
             unsent -= self.after(key)  # on it would never start, so keep nothing for them
         if name == "model_calls":
             return max(0, free - unsent - 1)  # one each to start, one for the synthesis
-        later = unsent + (1 if name in _TOKENS else 0)  # the synthesis' part of tokens
+        synthesis = 1 if name in _TOKENS else 0  # the synthesis' part of tokens
+        # Each part is an even share of what is unspent, but parts are kept only for the
+        # steps the model calls no step holds can still send (``_sendable``).
+        later = min(unsent, _sendable(ledger, key, self.caps)) + synthesis
         if later == 0:
             return free
-        even = unspent // (len(ledger.reserved) + later)
+        even = unspent // (len(ledger.reserved) + unsent + synthesis)
         return max(0, free - later * even)
 
     def draw_above(self, ledger: BudgetLedger, name: str, short: int) -> int:

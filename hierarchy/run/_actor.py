@@ -112,6 +112,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         # what its steps draw on when their shares run short
         top_ups, ledger = channel.fence.top_ups, book.spending.ledger
         top_ups.wire(ledger, run_id, dispatcher.unsent, book.emit, dispatcher.waiting_on)
+        top_ups.caps = team.model_call_caps.values()  # what a step needs to be sent
         top_ups.deciding = book.approvals.pending  # no step waits for a top-up meanwhile
         started = None
         if channel.journal is not None:  # resumed: calls in flight at the stop were billed
