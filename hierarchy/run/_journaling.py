@@ -22,6 +22,7 @@ from regiment.hierarchy._ranges import COMMIT_WAIT, LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
 from regiment.hierarchy.run._changes import (
     ModelCharged,
+    ReportArrived,
     RunChange,
 )
 from regiment.hierarchy.run._config_hash import config_hash
@@ -29,6 +30,7 @@ from regiment.hierarchy.run._hints import resume_advice, taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._record_for import record_for
 from regiment.hierarchy.run._replies import Replayed, replayed_reply, reply_record
+from regiment.hierarchy.run._unreplayed import Unreplayed
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
     ApprovalDecided,
@@ -89,6 +91,7 @@ class RunJournal:
         "root_span",
         "run_id",
         "top",
+        "unreplayed",
     )
 
     def __init__(
@@ -113,6 +116,7 @@ class RunJournal:
         self._closed: anyio.Event | None = None  # set once the run has let go of its lease
         self._beating = anyio.CancelScope()  # the heartbeat's: the run's end cancels it
         self._replay = None if replay.empty else replay
+        self.unreplayed: Unreplayed | None = None  # a resumed run's (``count_spending``)
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
         self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
         self.open_root: OpenRoot | None = None  # resumed: the root span a crash left open
@@ -196,6 +200,8 @@ class RunJournal:
         if isinstance(change, ModelCharged):
             self._model_reply(change)
             return
+        if type(change) is ReportArrived and self.unreplayed is not None:
+            self.unreplayed.reported(change.report)  # what its attempt never replayed
         record = record_for(self.run_id, change, result)
         if record is not None:
             if type(record) is JournalFinished:  # nothing may follow it: no decision either
@@ -216,12 +222,15 @@ class RunJournal:
         n = self._calls.get(change.purpose, 0) + 1
         self._calls[change.purpose] = n
         key = f"{change.purpose}/{n}"
+        if self.unreplayed is not None:  # a replayed reply is charged as the planner takes it
+            self.unreplayed.took(key)
         self._add(reply_record(self.run_id, key, change))
 
     def count_spending(self, ledger: BudgetLedger) -> Started | None:
         """Charge a resumed run's calls in flight; what journals a call's intent (``_in_flight``)."""
         if self._replay is not None:
             charge_unanswered(self._replay, ledger.spent, self.run_id)
+            self.unreplayed = Unreplayed(self._replay, ledger.spent)  # charged as it ends
         started = planner_intents(self.calls, self._calls, ledger.budget)
         self.bounded = started is not None  # its judges' calls journal intents too
         self.calls.holds_calls = ledger.budget.model_calls is not None  # its steps' calls too
@@ -240,6 +249,7 @@ class RunJournal:
             return None
         if (found := self._replay.report_before(assign.plan_version, assign.step.id)) is None:
             return None
+        self._replay.take_attempt(assign.plan_version, assign.step.id, found[0].attempt)
         return msgspec.structs.replace(found[0], attempt=assign.attempt), found[1]
 
     def event(self, event: Event) -> None:
@@ -316,6 +326,7 @@ class Unjournaled:
     """What a run without a journal records: nothing, at the cost of one call."""
 
     __slots__ = ()
+    unreplayed = None  # nothing journaled before
 
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Nothing to buffer."""
