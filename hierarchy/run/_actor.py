@@ -38,10 +38,8 @@ from regiment.hierarchy.run._changes import (
     ReplanBegun,
     ReportArrived,
     ReportDropped,
-    RunAborted,
     RunBegan,
     RunChange,
-    RunFinished,
     StepCommitted,
     StepEnded,
     SynthesisBegun,
@@ -138,8 +136,6 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
 
         A run with no journal has only the first two to do: its ``_record`` is then its
         book's ``apply`` itself (set in ``__init__``; three changes a step, #22)."""
-        if type(change) in _ENDS and (unreplayed := self._journal.unreplayed) is not None:
-            unreplayed.settle()  # resumed: what its journal holds as paid, never replayed
         self._book.apply(change)
         if self._journal is not UNJOURNALED:  # without a journal: no hook call at all
             self._journal.note(change, self._book.channel.result)
@@ -351,7 +347,6 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
 
 # What an idle planner of a run with no journal, not nested, takes in the sender's task.
 _NOW_TYPES = (StartRun, CancelRun, StepReport)
-_ENDS = (RunFinished, RunAborted)  # the changes that end a run
 
 
 def _no_replan(report: StepReport, reason: str, book: RunBook, allowed: int) -> StepFailed | None:

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
-import msgspec
 
 from regiment.actors import ActorRef
 from regiment.errors import ActorStopped, JournalError, LeaseLost
@@ -29,8 +28,8 @@ from regiment.hierarchy.run._config_hash import config_hash
 from regiment.hierarchy.run._hints import resume_advice, taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._record_for import record_for
-from regiment.hierarchy.run._replies import Replayed, replayed_reply, reply_record
-from regiment.hierarchy.run._unreplayed import Unreplayed
+from regiment.hierarchy.run._replies import Replayed, reply_record
+from regiment.hierarchy.run._unreplayed import Replaying, Unreplayed
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
     ApprovalDecided,
@@ -64,7 +63,7 @@ def owner_name() -> str:
     return process_owner()
 
 
-class RunJournal:
+class RunJournal(Replaying):
     """Buffers one run's records and appends them under the run's lease.
 
     A resumed run carries the journal's :class:`Replay`: the planner's model
@@ -235,22 +234,6 @@ class RunJournal:
         self.bounded = started is not None  # its judges' calls journal intents too
         self.calls.holds_calls = ledger.budget.model_calls is not None  # its steps' calls too
         return started
-
-    def replayed(self, purpose: str) -> Replayed | None:
-        """The journaled reply of the next ``purpose`` call, if a resume has one."""
-        if self._replay is None:
-            return None
-        return replayed_reply(self._replay, f"{purpose}/{self._calls.get(purpose, 0) + 1}")
-
-    def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
-        """The journaled report of a step committed before a resume, or dropped as stale
-        (with the version then current): see :meth:`Replay.report_before`."""
-        if self._replay is None:
-            return None
-        if (found := self._replay.report_before(assign.plan_version, assign.step.id)) is None:
-            return None
-        self._replay.take_attempt(assign.plan_version, assign.step.id, found[0].attempt)
-        return msgspec.structs.replace(found[0], attempt=assign.attempt), found[1]
 
     def event(self, event: Event) -> None:
         """Buffer one event of the run, in order."""

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from typing import final
 
-from regiment.hierarchy._messages import StepReport
+import msgspec
+
+from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._replay import Replay, of_attempt
 from regiment.hierarchy._spent import Spent
 from regiment.hierarchy._stalled_end import charge_replies
 from regiment.hierarchy.run._calls import ROLES
+from regiment.hierarchy.run._replies import Replayed, replayed_reply
 
-__all__ = ("Unreplayed",)
+__all__ = ("Replaying", "Unreplayed", "settle")
 
 _ROLES: dict[str, str] = {str(k): v for k, v in ROLES.items()}  # by a call key's purpose
 
@@ -65,6 +68,40 @@ class Unreplayed:
             replay = self._replay
             replay.taken.update(keys)
             charge_replies(replay, self._spent, keys, lambda key: _role(replay, key))
+
+
+class Replaying:
+    """What a resumed run replays from its journal instead of doing again: its
+    planner-side replies and the reports of the steps it had committed (mixed into
+    ``RunJournal``, whose slots hold the state)."""
+
+    __slots__ = ()
+    _replay: Replay | None  # (None: a new run's)
+    _calls: dict[str, int]  # the planner-side replies so far, by purpose
+    unreplayed: Unreplayed | None  # a resumed run's, once its ledger is known
+
+    def replayed(self, purpose: str) -> Replayed | None:
+        """The journaled reply of the next ``purpose`` call, if a resume has one."""
+        if self._replay is None:
+            return None
+        return replayed_reply(self._replay, f"{purpose}/{self._calls.get(purpose, 0) + 1}")
+
+    def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
+        """The journaled report of a step committed before a resume, or dropped as stale
+        (with the version then current): see :meth:`Replay.report_before`. It counts the
+        calls of the attempt it came from: those are taken (not charged again)."""
+        if self._replay is None:
+            return None
+        if (found := self._replay.report_before(assign.plan_version, assign.step.id)) is None:
+            return None
+        self._replay.take_attempt(assign.plan_version, assign.step.id, found[0].attempt)
+        return msgspec.structs.replace(found[0], attempt=assign.attempt), found[1]
+
+
+def settle(journal: Replaying | None) -> None:
+    """A run (its ``journal``, if any) ends: if resumed, charge what it never replayed."""
+    if journal is not None and journal.unreplayed is not None:
+        journal.unreplayed.settle()
 
 
 def _attempt(report: StepReport) -> tuple[int, str, int]:
