@@ -38,7 +38,7 @@ from regiment.journal import (
 )
 from regiment.models import ModelResponse
 
-__all__ = ("NO_REPLAY", "JournaledEvents", "Replay", "ToolKey", "event_record")
+__all__ = ("NO_REPLAY", "JournaledEvents", "Replay", "ToolKey", "event_record", "of_attempt")
 
 ToolKey = tuple[int, str, int]  # plan version, step id, call index
 
@@ -68,6 +68,12 @@ class Replay:
     # those started again before an answer: in flight when the run stopped (``unanswered``).
     started: dict[str, ModelCallStarted] = field(default_factory=dict)
     lost: list[ModelCallStarted] = field(default_factory=list)
+    # The role each journaled intent named, the worker of each dispatched step, and the
+    # replies a resume has charged as it replayed them (``taken``): the rest, never
+    # reached, are charged from here as it ends (``run._unreplayed``), each once.
+    roles: dict[str, str] = field(default_factory=dict)
+    workers: dict[tuple[int, str], str] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> Replay:
@@ -87,6 +93,7 @@ class Replay:
                 if (before := self.started.get(key)) is not None:
                     self.lost.append(before)  # sent again (a resume): that one got no answer
                 self.started[key] = record
+                self.roles[key] = record.role
             case ModelCallFinished(call_key=key, response=response):
                 self.responses[key] = response
                 self.started.pop(key, None)
@@ -110,6 +117,7 @@ class Replay:
                 self.plans[version] = plan
             case StepDispatched():
                 self.dispatched.add((record.plan_version, record.step_id, record.attempt))
+                self.workers[(record.plan_version, record.step_id)] = record.worker
             case EventRecorded():
                 self.events[_event_key(record)] += 1
                 if record.kind == "StaleReportDropped":
@@ -120,6 +128,11 @@ class Replay:
                         self.dropped[(stale, step_id)] = current if isinstance(current, int) else 0
             case _:
                 pass
+
+    def take_attempt(self, version: int, step_id: str, attempt: int) -> None:
+        """Mark the journaled calls of a step's attempt ``taken``: a report that counts
+        them (its journaled one, replayed; a Ray replica's, which replayed them) is charged."""
+        self.taken.update(k for k in self.responses if of_attempt(k, version, step_id, attempt))
 
     def unanswered(self) -> list[ModelCallStarted]:
         """The model calls started with no response journaled after them (in flight
@@ -164,6 +177,19 @@ class Replay:
                 return False
             case _:
                 return False
+
+
+def of_attempt(key: str, version: int, step_id: str, attempt: int) -> bool:
+    """Whether ``key`` is a model (or judge) call of attempt ``attempt`` of step ``step_id``
+    of plan version ``version`` (``step_key``: a first attempt's own calls are numbered
+    straight after the step, its judges' and a later attempt's under ``a{attempt}/``)."""
+    prefix = f"step/{version}/{step_id}/"
+    if not key.startswith(prefix):
+        return False
+    rest = key[len(prefix) :]
+    if rest.startswith(f"a{attempt}/"):
+        return True
+    return attempt == 1 and rest.isdigit()
 
 
 def event_record(run_id: str, event: object) -> EventRecorded:

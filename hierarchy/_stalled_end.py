@@ -11,7 +11,7 @@ runs of its nested teams' steps; its plans and the step reports it committed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import msgspec
 
@@ -24,7 +24,7 @@ from regiment.hierarchy.plan._plan import Plan
 from regiment.journal import Entry, Journal, StepDispatched, nested_run_id
 from regiment.models import Usage
 
-__all__ = ("stalled_ending",)
+__all__ = ("charge_replies", "stalled_ending")
 
 _ROLE = "journal"  # (a reply's role is not journaled; only the totals are reported)
 
@@ -58,9 +58,7 @@ async def _charge(journal: Journal, run_id: str, entries: Sequence[Entry], spent
     runs spent, as their journals have it."""
     replay = Replay.of(entries)
     charge_unanswered(replay, spent, run_id)  # (a WARNING on regiment.run says what)
-    for key, response in replay.responses.items():
-        asked = replay.asked.get(key)
-        spent.charge(_ROLE, response.usage, model_calls=1 if asked is None else asked.calls)
+    charge_replies(replay, spent, replay.responses, lambda _: _ROLE)
     spent.charge(_ROLE, Usage(), tool_calls=len(replay.intents.keys() | replay.results.keys()))
     for nested in nested_runs(run_id, entries):
         try:
@@ -68,6 +66,19 @@ async def _charge(journal: Journal, run_id: str, entries: Sequence[Entry], spent
         except UnknownRun:  # the step went to a worker, not to a nested team
             continue
         await _charge(journal, nested, below, spent)
+
+
+def charge_replies(
+    replay: Replay, spent: Spent, keys: Iterable[str], role: Callable[[str], str]
+) -> None:
+    """Charge ``spent`` with the journaled reply of each call key in ``keys``, once, to
+    ``role(key)``: its usage, and the model calls it took (a synthesis asked again, a
+    refusal that reported several)."""
+    responses, asked = replay.responses, replay.asked
+    for key in keys:
+        record = asked.get(key)
+        calls = 1 if record is None else record.calls
+        spent.charge(role(key), responses[key].usage, model_calls=calls)
 
 
 def nested_runs(run_id: str, entries: Sequence[Entry]) -> Iterator[str]:

@@ -86,7 +86,7 @@ class JudgeTape:
     ask in, and a question never asked before goes to the model.
     """
 
-    __slots__ = ("_asked", "_begin", "_prefix", "_responses", "_seen", "_write")
+    __slots__ = ("_asked", "_begin", "_prefix", "_responses", "_seen", "_taken", "_write")
 
     def __init__(
         self,
@@ -95,8 +95,10 @@ class JudgeTape:
         write: Callable[[str, ModelResponse, int, JsonObject | None], Awaitable[None]],
         begin: Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]] | None = None,
         asked: Mapping[str, ModelCallFinished] | None = None,
+        taken: set[str] | None = None,
     ) -> None:
         self._prefix = prefix
+        self._taken = taken  # the keys a resume replayed (charged: ``run._unreplayed``)
         self._responses = responses  # the resumed run's journaled replies (empty: a new run)
         self._asked = asked or {}  # those of them with more to say (a failed call's error)
         self._write = write
@@ -117,6 +119,8 @@ class JudgeTape:
         """
         if (replayed := self._responses.get(key)) is None:
             return None
+        if self._taken is not None:
+            self._taken.add(key)
         if spend.telemetry.tracing:  # no chat span (the model is not asked): the guard's says so
             trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
         if (failed := self.failed(key, replayed)) is not None:

@@ -30,6 +30,7 @@ from regiment.hierarchy.run._phase import (
     Phase,
     WindingDown,
 )
+from regiment.hierarchy.run._unreplayed import settle
 
 if TYPE_CHECKING:
     from regiment.hierarchy.run._changes import RunChange
@@ -67,6 +68,7 @@ class EndsRun(Actor[PlannerMessage, None]):
         self._record(RunFinished(answer, status))
 
     def _end(self) -> None:
+        settle(self._book.channel.journal)  # resumed: the journaled replies never replayed
         self._drop_held(None)  # a resume that never reached the version a drop named
         self._phase = Done()
         self._calls.stop()

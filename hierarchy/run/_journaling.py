@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
-import msgspec
 
 from regiment.actors import ActorRef
 from regiment.errors import ActorStopped, JournalError, LeaseLost
@@ -22,13 +21,15 @@ from regiment.hierarchy._ranges import COMMIT_WAIT, LEASE_TTL
 from regiment.hierarchy._replay import NO_REPLAY, Replay, event_record
 from regiment.hierarchy.run._changes import (
     ModelCharged,
+    ReportArrived,
     RunChange,
 )
 from regiment.hierarchy.run._config_hash import config_hash
 from regiment.hierarchy.run._hints import resume_advice, taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._record_for import record_for
-from regiment.hierarchy.run._replies import Replayed, replayed_reply, reply_record
+from regiment.hierarchy.run._replies import Replayed, reply_record
+from regiment.hierarchy.run._unreplayed import Replaying, Unreplayed
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
     ApprovalDecided,
@@ -62,7 +63,7 @@ def owner_name() -> str:
     return process_owner()
 
 
-class RunJournal:
+class RunJournal(Replaying):
     """Buffers one run's records and appends them under the run's lease.
 
     A resumed run carries the journal's :class:`Replay`: the planner's model
@@ -89,6 +90,7 @@ class RunJournal:
         "root_span",
         "run_id",
         "top",
+        "unreplayed",
     )
 
     def __init__(
@@ -113,6 +115,7 @@ class RunJournal:
         self._closed: anyio.Event | None = None  # set once the run has let go of its lease
         self._beating = anyio.CancelScope()  # the heartbeat's: the run's end cancels it
         self._replay = None if replay.empty else replay
+        self.unreplayed: Unreplayed | None = None  # a resumed run's (``count_spending``)
         self.calls = RunCalls(run_id, deps, journal, lease, replay)  # the workers' side
         self.resume: tuple[int, str | None] | None = None  # resumed: (number, first traceparent)
         self.open_root: OpenRoot | None = None  # resumed: the root span a crash left open
@@ -196,6 +199,8 @@ class RunJournal:
         if isinstance(change, ModelCharged):
             self._model_reply(change)
             return
+        if type(change) is ReportArrived and self.unreplayed is not None:
+            self.unreplayed.reported(change.report)  # what its attempt never replayed
         record = record_for(self.run_id, change, result)
         if record is not None:
             if type(record) is JournalFinished:  # nothing may follow it: no decision either
@@ -216,31 +221,19 @@ class RunJournal:
         n = self._calls.get(change.purpose, 0) + 1
         self._calls[change.purpose] = n
         key = f"{change.purpose}/{n}"
+        if self.unreplayed is not None:  # a replayed reply is charged as the planner takes it
+            self.unreplayed.took(key)
         self._add(reply_record(self.run_id, key, change))
 
     def count_spending(self, ledger: BudgetLedger) -> Started | None:
         """Charge a resumed run's calls in flight; what journals a call's intent (``_in_flight``)."""
         if self._replay is not None:
             charge_unanswered(self._replay, ledger.spent, self.run_id)
+            self.unreplayed = Unreplayed(self._replay, ledger.spent)  # charged as it ends
         started = planner_intents(self.calls, self._calls, ledger.budget)
         self.bounded = started is not None  # its judges' calls journal intents too
         self.calls.holds_calls = ledger.budget.model_calls is not None  # its steps' calls too
         return started
-
-    def replayed(self, purpose: str) -> Replayed | None:
-        """The journaled reply of the next ``purpose`` call, if a resume has one."""
-        if self._replay is None:
-            return None
-        return replayed_reply(self._replay, f"{purpose}/{self._calls.get(purpose, 0) + 1}")
-
-    def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
-        """The journaled report of a step committed before a resume, or dropped as stale
-        (with the version then current): see :meth:`Replay.report_before`."""
-        if self._replay is None:
-            return None
-        if (found := self._replay.report_before(assign.plan_version, assign.step.id)) is None:
-            return None
-        return msgspec.structs.replace(found[0], attempt=assign.attempt), found[1]
 
     def event(self, event: Event) -> None:
         """Buffer one event of the run, in order."""
@@ -316,6 +309,7 @@ class Unjournaled:
     """What a run without a journal records: nothing, at the cost of one call."""
 
     __slots__ = ()
+    unreplayed = None  # nothing journaled before
 
     def note(self, change: RunChange, result: RunResult | None) -> None:
         """Nothing to buffer."""

@@ -36,4 +36,5 @@ def run_tape(journal: RunJournal | None) -> JudgeTape | None:
         if journal.bounded:  # under a spending budget: its intent, as every call's
             await journal_intent(calls, key, role or "guardrail", caller, request)
 
-    return JudgeTape("run/", calls.replay.responses, write, begin, calls.replay.asked)
+    replay = calls.replay
+    return JudgeTape("run/", replay.responses, write, begin, replay.asked, replay.taken)

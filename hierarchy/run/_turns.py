@@ -44,6 +44,7 @@ from regiment.hierarchy.run._changes import RunAborted, RunChange
 from regiment.hierarchy.run._hints import taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage, StartRun
 from regiment.hierarchy.run._own_task import fail_in_own_task
+from regiment.hierarchy.run._unreplayed import settle
 
 __all__ = ("TakesTurns", "planner_crashed")
 
@@ -84,6 +85,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
         crash = self.ctx.failure
         if crash is None:
             error = "the run's planner stopped before the run finished (the team stopped)"
+            settle(self._book.channel.journal)  # resumed: its replies never replayed
             self._record(RunAborted(RunCancelled(error)))
             return
         try:

@@ -220,6 +220,7 @@ class StepCalls:
         key = step_key(self._assign, self._model_calls)
         replayed = responses.get(key)
         if replayed is not None:
+            self._replay.taken.add(key)  # charged through the step's report
             # No chat span (the model is not asked): the step's span says so.
             if caller.telemetry.traced:
                 trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
@@ -255,7 +256,7 @@ class StepCalls:
             prefix = f"step/{a.plan_version}/{a.step.id}/a{a.attempt}/"
             replay = self._replay
             self._tape = JudgeTape(
-                prefix, replay.responses, self._judged, self._judging, replay.asked
+                prefix, replay.responses, self._judged, self._judging, replay.asked, replay.taken
             )
         return self._tape
 
