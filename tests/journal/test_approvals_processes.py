@@ -61,7 +61,13 @@ async def test_pause_exit_approve_in_a_second_process_resume_in_a_third(
         for r in records
         if isinstance(r, ToolCallFinished) and r.result.tool_name == "issue_refund"
     ]
-    assert len(intents) == 1  # the intent from the first process, run again by the third
+    # The first process's intent, and the third's for the same call run again: `regiment run`
+    # traces, and a traced resume journals a re-run call's intent anew with its new span's id.
+    assert len(intents) == 2
+    assert {(i.idempotency_key, i.call_index, i.step_id) for i in intents} == {
+        ("issue_refund:order_id=77120", 0, intents[0].step_id)
+    }
+    assert intents[1].span is not None and intents[1].span != intents[0].span
     assert len(results) == 1  # the body ran once: in the third process, after the decision
     assert results[0].result.arguments == {"order_id": "77120"}
     assert not results[0].result.is_error
