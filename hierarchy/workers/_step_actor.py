@@ -26,7 +26,7 @@ import anyio
 from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, Envelope
-from regiment.errors import ConfigError
+from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import LOG_MARK
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -36,7 +36,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._grace import CANCEL_GRACE, GivesUp
-from regiment.hierarchy.workers._hand_in import send_report
+from regiment.hierarchy.workers._hand_in import send_report, send_waiting
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_jobs import (
     HOLD,
@@ -216,7 +216,17 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             # A step the report readies (often right here) is left for this runner.
             self._taker = True
             try:
-                if (handing := self._handing_in(job, report)) is not None:
+                if self._telemetry.metrics is not None:  # else nothing to count: no call
+                    self._count(job, report)
+                # Handed in (``_hand_in``'s way spelled out: no call a step, #22): an idle
+                # planner takes it in this task, returning what to await if anything.
+                try:
+                    handing = job.reply_to.send_here(report)
+                except MailboxFull:  # wait for room
+                    handing = send_waiting(job.reply_to, report)
+                except ActorStopped:
+                    handing = None  # the run has ended; nobody waits for this report
+                if handing is not None:
                     await handing
             finally:
                 self._taker = False
