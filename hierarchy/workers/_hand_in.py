@@ -10,6 +10,7 @@ that has stopped (its run has ended) needs the report no more.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable
 
 from regiment.actors import ActorRef
 from regiment.errors import ActorStopped, MailboxFull
@@ -17,7 +18,7 @@ from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.workers._step_jobs import StepJob
 from regiment.telemetry import Telemetry
 
-__all__ = ("HandsIn", "send_report", "send_waiting")
+__all__ = ("HandsIn", "send_report", "unsent")
 
 
 class HandsIn:
@@ -49,13 +50,21 @@ class HandsIn:
 async def send_report(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
     """Queue ``report`` for its planner, waiting for room if its mailbox is full."""
     if not _sent_now(reply_to, report):
-        await send_waiting(reply_to, report)
+        await _send_waiting(reply_to, report)
 
 
-async def send_waiting(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
+async def _send_waiting(reply_to: ActorRef[StepReport, object], report: StepReport) -> None:
     """Send ``report`` once the mailbox has room (``_sent_now`` found it full)."""
     with contextlib.suppress(ActorStopped):  # the run has ended meanwhile
         await reply_to.send(report)
+
+
+def unsent(
+    reply_to: ActorRef[StepReport, object], report: StepReport, exc: MailboxFull | ActorStopped
+) -> Awaitable[None] | None:
+    """What is left of handing ``report`` in after ``send_here`` raised ``exc``: a wait
+    for room in a full mailbox; nothing for a planner that has stopped (its run ended)."""
+    return _send_waiting(reply_to, report) if isinstance(exc, MailboxFull) else None
 
 
 def _sent_now(reply_to: ActorRef[StepReport, object], report: StepReport) -> bool:
