@@ -52,8 +52,12 @@ def _one_pass(reply: str, worker: str | None) -> list[PlanStep] | None:
     ids: set[str] = set()
     for step in written:
         label, text = step.id, step.description
-        if label is None or not _meaningful(text) or _looks_like_json(text):
-            return None  # the general reader fills in the id, or says what is wrong
+        if label is None:
+            return None  # the general reader fills in the id
+        # Text that starts with a letter or digit says something and is no JSON: the
+        # usual step's, with no Python call for either (two a step of every plan, #22).
+        if not text[:1].isalnum() and (not _meaningful(text) or _looks_like_json(text)):
+            return None  # the general reader says what is wrong
         for dep in step.depends_on:  # a loop, not all(<genexpr>): this runs for every step
             if not dep.isalnum() or dep.lower() == "and":
                 return None  # a phrase, not an id: the general reader resolves it

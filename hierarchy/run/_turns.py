@@ -142,8 +142,11 @@ class TakesTurns(Actor[PlannerMessage, None]):
             context.run(fail_in_own_task, self.ctx, type(message).__name__, exc)
             return True
         finally:
-            if rest is True or rest is False:
-                self._pass_turn()
+            if rest is True or rest is False:  # the turn ends here
+                if self._waiters:  # to the first waiter
+                    self._pass_turn()
+                else:  # nobody waits (the usual report): no call for it, #22
+                    self._busy = False
 
     async def _end_turn(self, message: PlannerMessage, rest: Awaitable[None]) -> None:
         """What is left of a turn ``receive_now`` took, in a task of the actor's own."""

@@ -1,6 +1,6 @@
 """How a step's report goes back to the planner that assigned the step.
 
-The usual way (:meth:`HandsIn._handing_in`) is ``send_here``: an idle planner
+The usual way (``StepActor._steps``, spelled out there) is ``send_here``: an idle planner
 handles the report in the runner's own task, as a turn of its own (see the
 planner's ``TakesTurns``), so the planner's task need not wake for it; a busy
 one gets it queued. A full mailbox makes the runner wait for room; a planner
@@ -18,7 +18,7 @@ from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy.workers._step_jobs import StepJob
 from regiment.telemetry import Telemetry
 
-__all__ = ("HandsIn", "send_report")
+__all__ = ("HandsIn", "send_report", "unsent")
 
 
 class HandsIn:
@@ -39,18 +39,6 @@ class HandsIn:
         self._count(job, report)
         await send_report(job.reply_to, report)
 
-    def _handing_in(self, job: StepJob, report: StepReport) -> Awaitable[None] | None:
-        """Hand a report in: ``None`` once queued; what to await if the idle planner
-        handles it in this task, or if its mailbox is full (a wait for room)."""
-        if self._telemetry.metrics is not None:  # else nothing to count: no call a step
-            self._count(job, report)
-        try:
-            return job.reply_to.send_here(report)
-        except MailboxFull:
-            return _send_waiting(job.reply_to, report)
-        except ActorStopped:
-            return None  # the run has ended; nobody waits for this report
-
     def _count(self, job: StepJob, report: StepReport) -> None:
         if self._telemetry.metrics is not None:
             outcome: str = report.status
@@ -69,6 +57,14 @@ async def _send_waiting(reply_to: ActorRef[StepReport, object], report: StepRepo
     """Send ``report`` once the mailbox has room (``_sent_now`` found it full)."""
     with contextlib.suppress(ActorStopped):  # the run has ended meanwhile
         await reply_to.send(report)
+
+
+def unsent(
+    reply_to: ActorRef[StepReport, object], report: StepReport, exc: MailboxFull | ActorStopped
+) -> Awaitable[None] | None:
+    """What is left of handing ``report`` in after ``send_here`` raised ``exc``: a wait
+    for room in a full mailbox; nothing for a planner that has stopped (its run ended)."""
+    return _send_waiting(reply_to, report) if isinstance(exc, MailboxFull) else None
 
 
 def _sent_now(reply_to: ActorRef[StepReport, object], report: StepReport) -> bool:

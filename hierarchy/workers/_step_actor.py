@@ -26,7 +26,7 @@ import anyio
 from opentelemetry.util.types import AttributeValue
 
 from regiment.actors import Actor, Envelope
-from regiment.errors import ConfigError
+from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import LOG_MARK
 from regiment.hierarchy._messages import (
     AssignStep,
@@ -36,7 +36,7 @@ from regiment.hierarchy._messages import (
 )
 from regiment.hierarchy.workers._failed import failed_report
 from regiment.hierarchy.workers._grace import CANCEL_GRACE, GivesUp
-from regiment.hierarchy.workers._hand_in import send_report
+from regiment.hierarchy.workers._hand_in import send_report, unsent
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.hierarchy.workers._step_jobs import (
     HOLD,
@@ -105,7 +105,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             case AssignStep():
                 self._start(message, self.ctx.envelope)
             case CancelStep():
-                for job in self._cancel(message):  # cut before a runner took it
+                for job in _cancel(self, message):  # cut before a runner took it
                     await self._hand_in(job, await self._run_step(job, math.inf))  # never armed
             case _:
                 assert_never(message)
@@ -147,13 +147,6 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
 
     def held_back(self, assign: AssignStep, held: bool) -> None:
         """A step waits for a runner only a running step's end frees, or no longer."""
-
-    def _cancel(self, cancel: CancelStep) -> list[StepJob]:
-        """Cut the steps ``cancel`` names; those waiting for a runner leave the queue."""
-        for job in _named(self._jobs, cancel):
-            job.why = cancel.reason
-            self._cut(job, "planner")
-        return self._backlog.cut(_take_cut(self._queued))
 
     def _add_runner(self) -> None:
         self._runners += 1
@@ -216,7 +209,13 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
             # A step the report readies (often right here) is left for this runner.
             self._taker = True
             try:
-                if (handing := self._handing_in(job, report)) is not None:
+                if self._telemetry.metrics is not None:  # else nothing to count: no call
+                    self._count(job, report)
+                try:  # handed in, no call between (#22): an idle planner takes it here
+                    handing = job.reply_to.send_here(report)
+                except (MailboxFull, ActorStopped) as exc:  # wait for room, or not at all
+                    handing = unsent(job.reply_to, report, exc)
+                if handing is not None:
                     await handing
             finally:
                 self._taker = False
@@ -302,6 +301,14 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     def _watch(self, first_deadline: float) -> None:
         scope = self.ctx.system.new_cancel_scope  # the backend's class, found once
         self.ctx.start_soon(self._timer.watch, first_deadline, scope, name=f"{self._name} timeouts")
+
+
+def _cancel(actor: StepActor, cancel: CancelStep) -> list[StepJob]:
+    """Cut the steps ``cancel`` names; those waiting for a runner leave the queue."""
+    for job in _named(actor._jobs, cancel):
+        job.why = cancel.reason
+        actor._cut(job, "planner")
+    return actor._backlog.cut(_take_cut(actor._queued))
 
 
 def _why_cut(job: StepJob) -> str:

@@ -93,7 +93,12 @@ def test_a_number_is_read_as_the_pattern_alone_reads_it(label: str) -> None:
 
 # Step objects as planners write them, and the values that send a plan to the general reader.
 _good_text = st.sampled_from(["do a", " do b ", "\u00e9t\u00e9", "x\ty", "1"])
-_text = _good_text | _good_text | st.sampled_from(["", "-", "nothing to do", " Nothing. "])
+_text = (
+    _good_text
+    | _good_text
+    | st.sampled_from(["", "-", "nothing to do", " Nothing. ", "[1] do a", "[1, 2]", '{"a": 1}'])
+    | st.sampled_from(["_", "\u00bfqu\u00e9?", " {x", "\u00b2 do", "_a", "\u0663"])
+)
 _good_label = st.sampled_from(["s1", "s2", " s3 ", "fetch", "a-b", "S4", "s5", "x"])
 _label = _good_label | _good_label | st.sampled_from(["7", "step 2", "#4", "", "  ", "\u017ftep 1"])
 _good_dep = st.sampled_from(["s1", "s2", "s3", "fetch", "x", "S4"])

@@ -23,7 +23,7 @@ from regiment.hierarchy._messages import (
     WorkerMessage,
 )
 from regiment.hierarchy.workers._loop import StepProgress
-from regiment.hierarchy.workers._step_actor import StepActor
+from regiment.hierarchy.workers._step_actor import StepActor, _cancel
 from regiment.telemetry import Telemetry
 
 pytestmark = pytest.mark.anyio
@@ -137,7 +137,7 @@ async def test_a_step_cut_as_it_ends_keeps_its_report_and_the_next_step_runs() -
     class EndsAtOnce(Steps):
         async def work(self, assign: AssignStep, progress: StepProgress) -> StepReport:
             if assign.step.id == "s1":
-                self._cancel(CancelStep(run_id="r1", step_id="s1"))  # no checkpoint after
+                _cancel(self, CancelStep(run_id="r1", step_id="s1"))  # no checkpoint after
                 return progress.report(assign, "w", "done", output="finished anyway")
             return await super().work(assign, progress)
 
