@@ -67,7 +67,8 @@ async def test_pause_exit_approve_in_a_second_process_resume_in_a_third(
     assert {(i.idempotency_key, i.call_index, i.step_id) for i in intents} == {
         ("issue_refund:order_id=77120", 0, intents[0].step_id)
     }
-    assert intents[1].span is not None and intents[1].span != intents[0].span
+    assert intents[1].span is not None
+    assert intents[1].span != intents[0].span
     assert len(results) == 1  # the body ran once: in the third process, after the decision
     assert results[0].result.arguments == {"order_id": "77120"}
     assert not results[0].result.is_error
