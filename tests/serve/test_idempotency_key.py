@@ -140,3 +140,28 @@ async def test_a_bad_key_is_a_400_that_says_what_a_key_is(key: str) -> None:
         good = await c.post("/runs", json=GOAL, headers={"Idempotency-Key": "a" * 255})
         assert good.status_code == 202, good.text
     assert shop.refunds in ([], [("credit:7", 50)])
+
+
+async def test_two_services_on_one_journal_start_one_run_for_a_key(journal: str) -> None:
+    shop = Shop()
+    async with (
+        serving(create_app(shop_team(shop, PLAN), journal=journal)) as one,
+        serving(create_app(shop_team(shop, PLAN), journal=journal)) as two,
+        httpx.AsyncClient() as c,
+    ):
+        answers: list[httpx.Response] = []
+
+        async def post(url: str) -> None:
+            headers = {"Idempotency-Key": "shared"}
+            answers.append(await c.post(f"{url}/runs?wait=true", json=GOAL, headers=headers))
+
+        async with anyio.create_task_group() as tg:
+            for url in (one, two, one, two):
+                tg.start_soon(post, url)
+        assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers]
+        assert sum(not _replayed(a) for a in answers) == 1
+        (run_id,) = {a.json()["run_id"] for a in answers}
+        for url in (one, two):
+            listed = (await c.get(f"{url}/runs")).json()["runs"]
+            assert [r["run_id"] for r in listed] == [run_id]
+    assert shop.refunds == [("credit:7", 50)]
