@@ -266,12 +266,12 @@ async def _resume(s: Service, request: Request) -> Response:
 
 
 async def _answer(
-    s: Service, request: Request, record: RunRecord, wait: bool, replayed: bool = False
+    s: Service, request: Request, record: RunRecord, wait: bool, replayed: bool | None = None
 ) -> Response:
     """A run started (or resumed): 202 with its id and where it is (``Location``), or
     with ``wait`` the run once it has ended (or as it is, once its client has left).
-    ``replayed``: a retry's (``Idempotency-Key``) answer: 200, ``Idempotent-Replayed: true``,
-    and its client's leaving does not cancel the run."""
+    ``replayed``: posted with an ``Idempotency-Key`` (its client's leaving does not cancel
+    the run: it retries), and a retry's answer (200, ``Idempotent-Replayed: true``)."""
     at, said = under(request, ""), {"Idempotent-Replayed": "true"} if replayed else {}
     if not wait:
         headers = {"Location": f"{at}/runs/{record.run_id}"} | said
@@ -282,7 +282,7 @@ async def _answer(
         return json_response(
             ticketed(view, s.token, record.run_id), 200 if replayed else 202, headers
         )
-    await s.live().wait(record, request.receive, cancels=not replayed)
+    await s.live().wait(record, request.receive, cancels=replayed is None)
     return json_response(await s.view(await s.latest(record), at), 200, said or None)
 
 

@@ -165,3 +165,32 @@ async def test_two_services_on_one_journal_start_one_run_for_a_key(journal: str)
             listed = (await c.get(f"{url}/runs")).json()["runs"]
             assert [r["run_id"] for r in listed] == [run_id]
     assert shop.refunds == [("credit:7", 50)]
+
+
+async def test_a_keyed_waiter_that_hangs_up_leaves_its_run_to_its_retry() -> None:
+    # A proxy that times a long ?wait=true out is why a client retries: the run it
+    # posted with a key is not cancelled, and the retry waits for it.
+    shop = Shop()
+    slow = plan_json(step("s1", "slow", "slow 1"))
+    key = {"Idempotency-Key": "long-wait"}
+    async with (
+        serving(create_app(shop_team(shop, slow))) as url,
+        httpx.AsyncClient(base_url=url) as c,
+    ):
+        with pytest.raises(httpx.ReadTimeout):
+            await c.post("/runs?wait=true", json=GOAL, headers=key, timeout=0.5)
+        (listed,) = (await c.get("/runs")).json()["runs"]
+        assert listed["status"] == "running"
+        async with anyio.create_task_group() as tg:
+            answers: list[httpx.Response] = []
+
+            async def retry() -> None:
+                answers.append(await c.post("/runs?wait=true", json=GOAL, headers=key))
+
+            tg.start_soon(retry)
+            shop.release.set()
+        (answer,) = answers
+        assert answer.status_code == 200, answer.text
+        assert _replayed(answer)
+        assert (answer.json()["run_id"], answer.json()["status"]) == (listed["run_id"], "completed")
+    assert shop.slow_done == ["slow 1"]  # once
