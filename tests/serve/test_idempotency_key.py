@@ -5,9 +5,15 @@ file and a real PostgreSQL server) and, without a journal, for the service's lif
 
 from __future__ import annotations
 
+import functools
+
 import anyio
 import httpx2 as httpx
 import pytest
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from examples.service.serving import serving
 from regiment.serve import create_app
@@ -194,3 +200,35 @@ async def test_a_keyed_waiter_that_hangs_up_leaves_its_run_to_its_retry() -> Non
         assert _replayed(answer)
         assert (answer.json()["run_id"], answer.json()["status"]) == (listed["run_id"], "completed")
     assert shop.slow_done == ["slow 1"]  # once
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_keyed_posts_on_trio_mounted_under_a_prefix_with_a_token() -> None:
+    shop = Shop()
+    api = create_app(shop_team(shop, PLAN), token="t0k")
+    outer = Starlette(routes=[Mount("/agents", app=api)], lifespan=api.router.lifespan_context)
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    shutdown = anyio.Event()
+    headers = {"Authorization": "Bearer t0k", "Idempotency-Key": "trio-1"}
+    async with anyio.create_task_group() as tg:
+        served = functools.partial(serve, outer, config, shutdown_trigger=shutdown.wait)  # type: ignore[arg-type]
+        (url,) = await tg.start(served)
+        async with httpx.AsyncClient(base_url=url) as c:
+            answers: list[httpx.Response] = []
+
+            async def post() -> None:
+                answers.append(await c.post("/agents/runs", json=GOAL, headers=headers))
+
+            async with anyio.create_task_group() as posting:
+                for _ in range(3):
+                    posting.start_soon(post)
+            assert sorted(a.status_code for a in answers) == [200, 200, 202]
+            (run_id,) = {a.json()["run_id"] for a in answers}
+            for answer in answers:
+                assert answer.headers["location"] == f"/agents/runs/{run_id}"
+                assert answer.json()["events_ticket"]
+            done = await c.post("/agents/runs?wait=true", json=GOAL, headers=headers)
+            assert (done.json()["run_id"], done.json()["status"]) == (run_id, "completed")
+        shutdown.set()
+    assert shop.refunds == [("credit:7", 50)]
