@@ -215,10 +215,11 @@ async def _post_keyed(s: Service, request: Request, body: NewRun, key: str, wait
         replayed = keyed is not None
         if record is None and not replayed:
             record = await _start(s, request, body, run_id)
+            keyed = Keyed(run_id, body.goal, body.session, deps_hash(body))
             if replayed := s.store.get(run_id) is not record:  # another process's, just now
-                keyed = Keyed(run_id, record.goal, record.session, None)
+                keyed = Keyed(run_id, record.goal, record.session, None)  # (its deps unknown)
                 check_same(key, keyed, body, under(request, f"/runs/{run_id}"))
-            s.keys.remember(key, Keyed(run_id, body.goal, body.session, deps_hash(body)))
+            s.keys.remember(key, keyed)
     finally:
         s.keys.let_go(key, mine)
     if record is None:  # ended long ago, and forgotten (no journal): its id is all there is
