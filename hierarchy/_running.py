@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from random import getrandbits
 from typing import TYPE_CHECKING, assert_never, final
 
 import anyio
@@ -37,6 +36,7 @@ from regiment.hierarchy._supervisor import (
 from regiment.hierarchy._team_actors import (
     check_run,
     local_mcp_servers,
+    new_run_id,
     not_nested_in_itself,
     run_calls,
     runtime_of,
@@ -208,6 +208,7 @@ class RunningTeam(DecidesApprovals):
         concurrency: int | None = None,
         session: str | None = None,
         deps: object = None,
+        run_id: str | None = None,
     ) -> Streamed:
         """Run one goal, yielding its events as they happen (``async with``, once).
 
@@ -215,9 +216,10 @@ class RunningTeam(DecidesApprovals):
         Leaving the block early cancels the run; after the block, the yielded
         ``RunEvents``'s ``ending`` is the run's last event, read or not (for a run
         left early, a ``RunCompleted`` with status ``cancelled`` and what it got to).
-        ``allowance``, ``concurrency``, ``session`` and ``deps`` are as for :meth:`run`.
+        ``allowance``, ``concurrency``, ``session``, ``deps`` are as for :meth:`run`; ``run_id``:
+        the run's (else a new one; a journal that has it refuses the run: ``JournalError``).
         """
-        args = (self, goal, allowance, True, concurrency, session, deps)
+        args = (self, goal, allowance, True, concurrency, session, deps, run_id)
         opens = functools.partial(_let_in, *args)
         return Streamed(opens, self._spawner.checkpoint_if_cancelled, "running.stream(goal)")
 
@@ -235,6 +237,7 @@ class RunningTeam(DecidesApprovals):
         parent: StepAt | None = None,
         held: bool = False,  # run() checked its arguments and took a start slot
         link: Callable[[RunChannel], None] | None = None,  # a nested run's, to the run above
+        named: str | None = None,  # its id, given (stream(run_id=...))
     ) -> AsyncIterator[Opened]:
         starting = held
         try:
@@ -243,7 +246,7 @@ class RunningTeam(DecidesApprovals):
                 await self._starting.acquire()
                 starting = True
             limit = run_concurrency(concurrency, self.team.concurrency)  # checked: no raise
-            run_id = resumed.run_id if resumed else _new_run_id(self._ids)
+            run_id = resumed.run_id if resumed else named or new_run_id(self._ids)
             budget, tel = capped(self.team.budget, allowance), self._telemetry
             root = run_root(tel, self.team, (run_id, goal, session), resumed)
             with PausedRoot(root) as (span, hold):  # a nested run's may end paused
@@ -324,19 +327,16 @@ async def _let_in(
     limit: int | None,
     session: str | None,
     deps: object,
+    named: str | None = None,
 ) -> AbstractAsyncContextManager[Opened]:
     """A run's arguments checked, a start slot taken, and only then its context manager
     made: each garbage collection walks what a burst's waiting callers hold."""
-    check_run(running.team, goal, session, limit, deps)
+    check_run(running.team, goal, session, limit, deps, named, running._channels)
     await running._starting.acquire()
     return running._open(
-        goal, allowance, streaming=stream, concurrency=limit, session=session, deps=deps, held=True
-    )
-
-
-def _new_run_id(ids: Iterator[int]) -> str:
-    """Unique in the team by the counter, across teams very likely; no system call."""
-    return f"run-{next(ids)}-{getrandbits(32):08x}"
+        goal, allowance, streaming=stream, concurrency=limit, session=session, deps=deps,
+        held=True, named=named,
+    )  # fmt: skip
 
 
 async def _spawn_team(

@@ -4,7 +4,8 @@ Ray), what its runs share, and the checks a run or a nesting must pass first."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
+from random import getrandbits
 from typing import TYPE_CHECKING
 
 from regiment.actors import ActorRef, ActorSystem
@@ -142,8 +143,17 @@ def check_remote_deps(team: Team, deps: object) -> None:
         check(deps, remote)
 
 
-def check_run(team: Team, goal: str, session: str | None, limit: int | None, deps: object) -> None:
-    """A run's goal, session, concurrency and ``deps``, checked before it waits to start.
+def check_run(
+    team: Team,
+    goal: str,
+    session: str | None,
+    limit: int | None,
+    deps: object,
+    named: str | None = None,
+    live: Container[str] = (),
+) -> None:
+    """A run's goal, session, concurrency and ``deps`` (and its id ``named``, if given: not
+    one of the ``live`` runs'), checked before it waits to start.
 
     Raises:
         ConfigError: one of them is wrong (the message says which, and what to pass).
@@ -152,6 +162,21 @@ def check_run(team: Team, goal: str, session: str | None, limit: int | None, dep
     run_concurrency(limit, team.concurrency)
     if deps is not None:
         check_remote_deps(team, deps)
+    if named is not None and (named in live or not _fit_id(named)):
+        raise ConfigError(
+            f"run id {named!r} is in use or malformed: a run's id is unique, non-empty, and "
+            "has no '~', '/', spaces or control characters; pass run_id=None for a new one"
+        )
+
+
+def _fit_id(run_id: str) -> bool:
+    """Whether ``run_id`` can name a top-level run (see ``RunningTeam.stream``)."""
+    return bool(run_id) and run_id.isprintable() and not any(c in run_id for c in "~/ ")
+
+
+def new_run_id(ids: Iterator[int]) -> str:
+    """Unique in the team by the counter, across teams very likely; no system call."""
+    return f"run-{next(ids)}-{getrandbits(32):08x}"
 
 
 def run_calls(channels: Mapping[str, RunChannel], run_id: str) -> RunCalls | None:

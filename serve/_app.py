@@ -57,6 +57,7 @@ from ._http import (
     under,
 )
 from ._journaled import unfinished
+from ._keys import Keyed, check_same, deps_hash, idempotency_key, keyed_run_id
 from ._live import LiveTap
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import open_runs
@@ -178,17 +179,53 @@ async def _health(request: Request) -> Response:
 
 async def _post_run(s: Service, request: Request) -> Response:
     wait = flag(request, "wait")  # a bad ?wait is refused before a run starts
+    key = idempotency_key(request)  # so is a bad Idempotency-Key
     body = await _new_run(request)
+    if key is not None:
+        return await _post_keyed(s, request, body, key, wait)
+    return await _answer(s, request, await _start(s, request, body), wait)
+
+
+async def _start(
+    s: Service, request: Request, body: NewRun, run_id: str | None = None
+) -> RunRecord:
     runs = s.starting()
     try:
         with joined_trace(request.headers):  # a caller's traceparent: the run joins its trace
-            record = await runs.start(body.goal, body.session, body.deps)
+            return await runs.start(body.goal, body.session, body.deps, run_id)
     except JournalError as exc:  # the run could not be journaled: it never started
+        if run_id is not None and (found := await s.find(run_id)) is not None:
+            return found  # another process sharing the journal started it just now
         detail = f"{exc}; the run was not started: post it again once the journal is back"
         raise ApiError(503, "journal unavailable", detail) from exc
     except ConfigError as exc:  # the team refuses this run (its check says why)
         raise ApiError(422, "cannot start the run", str(exc)) from exc
-    return await _answer(s, request, record, wait)
+
+
+async def _post_keyed(s: Service, request: Request, body: NewRun, key: str, wait: bool) -> Response:
+    """``POST /runs`` with an ``Idempotency-Key``: the run the key names (its body checked
+    against the key's first), else a new one under the key's id (see ``_keys``)."""
+    run_id, mine = keyed_run_id(key), await s.keys.hold(key)  # (one request of a key at once)
+    try:
+        keyed, record = s.keys.get(key), await s.find(run_id)
+        if keyed is None and record is not None:  # started before a restart, or elsewhere
+            keyed = Keyed(run_id, record.goal, record.session, None)
+        if keyed is not None:
+            check_same(key, keyed, body, under(request, f"/runs/{run_id}"))
+        replayed = keyed is not None
+        if record is None and not replayed:
+            record = await _start(s, request, body, run_id)
+            keyed = Keyed(run_id, body.goal, body.session, deps_hash(body))
+            if replayed := s.store.get(run_id) is not record:  # another process's, just now
+                keyed = Keyed(run_id, record.goal, record.session, None)  # (its deps unknown)
+                check_same(key, keyed, body, under(request, f"/runs/{run_id}"))
+            s.keys.remember(key, keyed)
+    finally:
+        s.keys.let_go(key, mine)
+    if record is None:  # ended long ago, and forgotten (no journal): its id is all there is
+        said = {"run_id": run_id, "replayed": True, "detail": s.unknown(request, run_id).detail}
+        return json_response(said, 200, {"Idempotent-Replayed": "true"})
+    return await _answer(s, request, record, wait, replayed)
 
 
 async def _resume(s: Service, request: Request) -> Response:
@@ -229,17 +266,25 @@ async def _resume(s: Service, request: Request) -> Response:
     return await _answer(s, request, record, wait)
 
 
-async def _answer(s: Service, request: Request, record: RunRecord, wait: bool) -> Response:
+async def _answer(
+    s: Service, request: Request, record: RunRecord, wait: bool, replayed: bool | None = None
+) -> Response:
     """A run started (or resumed): 202 with its id and where it is (``Location``), or
-    with ``wait`` the run once it has ended (or as it is, once its client has left)."""
-    at = under(request, "")
+    with ``wait`` the run once it has ended (or as it is, once its client has left).
+    ``replayed``: posted with an ``Idempotency-Key`` (its client's leaving does not cancel
+    the run: it retries), and a retry's answer (200, ``Idempotent-Replayed: true``)."""
+    at, said = under(request, ""), {"Idempotent-Replayed": "true"} if replayed else {}
     if not wait:
-        location = {"Location": f"{at}/runs/{record.run_id}"}
+        headers = {"Location": f"{at}/runs/{record.run_id}"} | said
+        view: dict[str, object] = {
+            "run_id": record.run_id,
+            **({"replayed": True} if replayed else {}),
+        }
         return json_response(
-            ticketed({"run_id": record.run_id}, s.token, record.run_id), 202, location
+            ticketed(view, s.token, record.run_id), 200 if replayed else 202, headers
         )
-    await s.live().wait(record, request.receive)
-    return json_response(await s.view(await s.latest(record), at))
+    await s.live().wait(record, request.receive, cancels=replayed is None)
+    return json_response(await s.view(await s.latest(record), at), 200, said or None)
 
 
 async def _new_run(request: Request) -> NewRun:

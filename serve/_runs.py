@@ -84,13 +84,13 @@ class Runs:
         self.stopping = False  # the server stops: no run starts any more
 
     async def start(
-        self, goal: str, session: str | None, deps: dict[str, JsonValue] | None = None
+        self, goal: str, session: str | None, deps: dict[str, JsonValue] | None, run_id: str | None
     ) -> RunRecord:
-        """Start a run of ``goal`` (``deps``: the run's, read by tools as ``ctx.deps``);
-        returns once its id is known (its ``RunStarted``)."""
+        """Start a run of ``goal`` (``deps``: the run's, read by tools as ``ctx.deps``; ``run_id``:
+        its id, else a new one); returns once its id is known (its ``RunStarted``)."""
 
         def stream() -> AbstractAsyncContextManager[RunEvents]:
-            return self.running.stream(goal, session=session, deps=deps)
+            return self.running.stream(goal, session=session, deps=deps, run_id=run_id)
 
         record: RunRecord = await self._tg.start(self._drive, stream, session, NEW)
         return record
@@ -170,13 +170,12 @@ class Runs:
         return len(scopes)
 
     async def wait(
-        self, record: RunRecord, receive: Callable[[], Awaitable[MutableMapping[str, object]]]
-    ) -> None:
+        self, record: RunRecord, receive: Callable[[], Awaitable[MutableMapping[str, object]]], /,
+        cancels: bool = True,
+    ) -> None:  # fmt: skip
         """Wait for the end of ``record``'s run, reading the request (``receive``) meanwhile;
-        if its client leaves first, cancel the run and return.
-
-        The waiting is done in the caller's task: the run's drive task cuts it when
-        the run is over, so a waiting request costs no task of its own.
+        if its client leaves first, cancel the run (if it ``cancels``) and return. Waited in
+        the caller's task (the run's drive task cuts it as the run ends): no task of its own.
         """
         if record.ended.is_set() or record.run_id not in self._scopes:
             return  # over already: nothing to wait for
@@ -184,7 +183,7 @@ class Runs:
             self._waiters.setdefault(record.run_id, []).append(waiting)
             while (await receive())["type"] != "http.disconnect":
                 pass
-            self.cancel(record.run_id)  # the client left before the run ended
+            _ = cancels and self.cancel(record.run_id)  # its client left before it ended
 
     async def _drive(
         self,

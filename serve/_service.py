@@ -12,6 +12,7 @@ from regiment.journal import Journal, top_run_id
 
 from ._http import ApiError, ticketed, under
 from ._journaled import journaled_record, journaled_runs
+from ._keys import Keys
 from ._registry import RunRecord, RunStore
 from ._runs import Runs
 from ._views import run_view
@@ -32,6 +33,7 @@ class Service:
         self.keepalive = keepalive
         self.runs: Runs | None = None
         self.journal: Journal | None = None  # open while the lifespan is up, if given
+        self.keys = Keys()  # the Idempotency-Keys of POST /runs (see ``_keys``)
 
     def stop_runs(self) -> int:
         """Cancel every live run now, as the app's shutdown would: requests waiting on
