@@ -25,7 +25,7 @@ description = "Has servers."
 [[workers.mcp]]
 name = "fine"
 command = [{python!r}, "-c", "import time; time.sleep(60)"]
-start_timeout = 5  # it fails too, after broken has (errors name the first)
+start_timeout = 3  # it fails too, after broken has (errors name the first); waited out in full
 
 [[workers.mcp]]
 name = "broken"

@@ -26,7 +26,8 @@ import psutil
 import pytest
 from mcp.types import CallToolResult
 
-from tests.cli.helpers import read_until, regiment_process, write_napping_team, write_team
+from regiment.journal import open_journal
+from tests.cli.helpers import read_until, write_napping_team, write_team
 
 from .conftest import die_with_parent, stop
 from .test_mcp_serve_pause import served, text_of
@@ -111,9 +112,18 @@ class _Client:
         stop(self.process)
 
 
+async def _listed(journal: Path) -> list[str]:
+    """The runs' statuses, newest first, as ``regiment runs`` lists them (read here, in
+    this process: a ``regiment runs`` child cost a Python start per look)."""
+    opened = await open_journal(str(journal), read_only=True)
+    try:
+        return [info.status for info in await opened.list_runs()]
+    finally:
+        await opened.close()
+
+
 def _statuses(journal: Path) -> list[str]:
-    runs = regiment_process("runs", "--json", "--journal", str(journal), cwd=journal.parent)
-    return [json.loads(line)["status"] for line in runs.stdout.splitlines()]
+    return anyio.run(_listed, journal)
 
 
 def _cut_short(answer: dict[str, Any]) -> str:
@@ -334,7 +344,7 @@ async def test_the_sdk_client_is_told_the_server_stops(tmp_path: Path) -> None:
     (result,) = results
     assert result.is_error
     assert STOPPING in text_of(result)
-    assert _statuses(journal) == ["cancelled"]
+    assert await _listed(journal) == ["cancelled"]
 
 
 def test_regiments_warnings_show_one_line_each(tmp_path: Path) -> None:
