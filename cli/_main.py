@@ -196,12 +196,18 @@ async def _dispatch(
             from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
             from regiment.serve import serve_command  # the serve extra: only here
 
-            model = choose_model(config, args.team_file, args.model, environ, stderr)
+            notes: list[str] = []  # said once it serves, after any refusal (the only line)
+            model = choose_model(config, args.team_file, args.model, environ, stderr, notes)
             with serve_tracing(args.trace, config, stderr) as (config, telemetry):
                 team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
                 try:
                     return await serve_command(
-                        team, args, environ=environ, stderr=stderr, stop=interrupt
+                        team,
+                        args,
+                        environ=environ,
+                        stderr=stderr,
+                        stop=interrupt,
+                        note="".join(notes),
                     )
                 except JournalError as exc:  # it could not be opened: nothing was served
                     return config_error(journal_flag_error(args.journal, exc), stderr)
@@ -294,7 +300,8 @@ async def _serve_mcp(
     from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only with --trace
     from regiment.config import build_team
 
-    model = choose_model(config, args.team_file, args.model, environ, stderr)
+    notes: list[str] = []  # said once it serves, after any refusal (the only line)
+    model = choose_model(config, args.team_file, args.model, environ, stderr, notes)
     try:
         # Not the global provider: the MCP SDK's spans of each message (initialize, tools/list,
         # ...) would be a trace each. A run's root is parented by the client's _meta.
@@ -307,6 +314,7 @@ async def _serve_mcp(
                 journal=args.journal,
                 team_file=team_file_of(args.team_file, args.app_dir),
                 stop=stop,
+                note="".join(notes),
             )
     except JournalError as exc:  # it could not be opened: nothing was served
         raise journal_flag_error(args.journal, exc) from exc

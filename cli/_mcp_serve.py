@@ -257,12 +257,15 @@ async def serve_team(
     journal: str | None = None,
     team_file: TeamFile | None = None,
     stop: anyio.Event | None = None,
+    note: str = "",
 ) -> int:
     """Start ``team`` (journaling its runs in ``journal``, if given, with the
     ``team_file`` it was built from, so ``regiment resume RUN_ID`` finds it) and serve
     it over stdio until the client goes away (stdin closes), or over streamable HTTP on
     ``127.0.0.1:http_port`` (0: a free port); on either, until ``stop`` is set or,
     without one, SIGINT or SIGTERM comes (a second one exits at once, 130); the exit code.
+    ``note`` (the "running offline" line) goes to ``stderr`` once the team started and,
+    over HTTP, its port listens: after any error that stops it from serving.
 
     A stop cancels the calls in flight (their runs end ``cancelled``, journaled so;
     each call's result says so) and stops the team, its MCP servers and its journal
@@ -295,11 +298,13 @@ async def serve_team(
                     if http_port is None:
                         from regiment.cli._mcp_stdio import serve_stdio
 
+                        if note:
+                            print(note, file=stderr, flush=True)
                         await serve_stdio(server, stop, calls)
                     else:
                         from regiment.cli._mcp_http import serve_http
 
-                        await serve_http(server, http_port, stderr, stop, calls)
+                        await serve_http(server, http_port, stderr, stop, calls, note)
         except Exception as exc:
             failed = exc
         tg.cancel_scope.cancel()  # stop watching signals

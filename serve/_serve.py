@@ -62,9 +62,12 @@ async def serve_command(
     environ: Mapping[str, str],
     stderr: TextIO,
     stop: anyio.Event | None = None,
+    note: str = "",
 ) -> int:
     """Serve ``team`` until ``stop`` is set, or, without one, until SIGINT or SIGTERM
     (caught in the main thread, as ``regiment serve`` does); returns the exit code.
+    ``note`` (``regiment serve``'s "running offline" line) goes to ``stderr`` once the
+    server listens: after any refusal below, which is then the command's only line.
 
     Stopping cancels the live runs (journaled so), stops the team and closes the
     journal before it returns: 0, or 130 after a SIGINT (saying ``regiment:
@@ -83,7 +86,7 @@ async def serve_command(
         JournalError: the journal cannot be opened (before anything is served).
     """
     if stop is not None:
-        return await _serve(team, options, environ, stderr, stop)
+        return await _serve(team, options, environ, stderr, stop, note)
     if threading.current_thread() is not threading.main_thread():
         raise ConfigError(
             "serve_command() runs in thread "
@@ -96,7 +99,7 @@ async def serve_command(
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
         try:
-            code = await _serve(team, options, environ, stderr, stop)
+            code = await _serve(team, options, environ, stderr, stop, note)
         except Exception as exc:  # ConfigError, JournalError: the caller explains them
             refused = exc
         tg.cancel_scope.cancel()  # stop watching signals
@@ -113,7 +116,12 @@ def _cut_short(stderr: TextIO) -> None:
 
 
 async def _serve(
-    team: Team, options: ServeOptions, environ: Mapping[str, str], stderr: TextIO, stop: anyio.Event
+    team: Team,
+    options: ServeOptions,
+    environ: Mapping[str, str],
+    stderr: TextIO,
+    stop: anyio.Event,
+    note: str,
 ) -> int:
     """Serve until ``stop`` is set; 0 (see ``serve_command``)."""
     import uvicorn  # the serve extra, checked on importing regiment.serve
@@ -129,7 +137,7 @@ async def _serve(
         config = uvicorn.Config(
             app, host=options.host, port=options.port, log_config=None, lifespan="on"
         )
-        server = _stopping_server(config, app.state.regiment_stop_runs)
+        server = _stopping_server(config, app.state.regiment_stop_runs, partial(_say, note, stderr))
         refused: str | int | None = None
         # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
         level = level_for(options.verbose, default=logging.INFO)
@@ -212,14 +220,22 @@ def _checked(options: ServeOptions, environ: Mapping[str, str]) -> tuple[str | N
     return token, MemoryRunStore(keep=keep)
 
 
-def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uvicorn.Server:
+def _say(note: str, stderr: TextIO) -> None:
+    if note:
+        print(note, file=stderr, flush=True)
+
+
+def _stopping_server(
+    config: uvicorn.Config, stop_runs: Callable[[], int], listening: Callable[[], None]
+) -> uvicorn.Server:
     """uvicorn's server, which cancels the live runs as it starts to stop: it waits for
     open requests before it runs the app's shutdown, so a ``?wait=true`` request on a
     run that went on for minutes held the stop (SIGTERM, Ctrl-C) that long.
 
     It leaves SIGINT and SIGTERM alone: ``serve_command`` watches both. uvicorn's
     handling re-raises a SIGTERM once it has stopped, which killed the process before
-    the journal was closed.
+    the journal was closed. ``listening()`` is called once it listens (a port it cannot
+    bind ends its start with ``SystemExit`` before).
     """
     import uvicorn
 
@@ -227,6 +243,11 @@ def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uv
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             yield
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # not when the app's own startup failed
+                listening()
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             stopped = stop_runs()
