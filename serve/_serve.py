@@ -19,9 +19,10 @@ from regiment._logging import SDK_LOGGERS, ContextFormatter, level_for, logging_
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
 from regiment.errors import ConfigError
 from regiment.hierarchy import Team
-from regiment.journal import open_journal
+from regiment.journal import Journal, open_journal
 
 from ._app import create_app
+from ._checks import check_lease_ttl
 from ._registry import KEEP_ENDED, MemoryRunStore, RunStore
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ async def serve_command(
             thread; the server could not start (a host that is not this machine's, a
             port in use: ``refusal`` says which).
         JournalError: the journal cannot be opened (before anything is served).
+        ToolError: the team could not start (an MCP server that will not run).
     """
     if stop is not None:
         return await _serve(team, options, environ, stderr, stop, note)
@@ -124,36 +126,17 @@ async def _serve(
     note: str,
 ) -> int:
     """Serve until ``stop`` is set; 0 (see ``serve_command``)."""
-    import uvicorn  # the serve extra, checked on importing regiment.serve
-
     token, store = _checked(options, environ)
+    check_lease_ttl(team, options.lease_ttl, options.journal)
     # Opened here, not in the app's lifespan: a journal that cannot open is one
     # line and exit 2, as for `regiment run`, not a lifespan traceback.
     journal = None if options.journal is None else await open_journal(options.journal)
+    # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
+    level = level_for(options.verbose, default=logging.INFO)
     try:
-        app = create_app(
-            team, journal=journal, token=token, store=store, lease_ttl=options.lease_ttl
-        )
-        config = uvicorn.Config(
-            app, host=options.host, port=options.port, log_config=None, lifespan="on"
-        )
-        server = _stopping_server(config, app.state.regiment_stop_runs, partial(_say, note, stderr))
-        refused: str | int | None = None
-        # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
-        level = level_for(options.verbose, default=logging.INFO)
-        with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)), frozen_heap():
-            async with anyio.create_task_group() as tg:
-
-                async def stop_when_set() -> None:
-                    await stop.wait()
-                    server.should_exit = True
-
-                tg.start_soon(stop_when_set)
-                try:
-                    await server.serve()
-                except SystemExit as exc:  # uvicorn's way to say it could not start
-                    refused = exc.code
-                tg.cancel_scope.cancel()
+        with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)):
+            said = partial(_say, note, stderr)
+            refused = await _serve_started(team, options, journal, (token, store), stop, said)
     finally:
         if journal is not None:
             with anyio.CancelScope(shield=True):
@@ -168,6 +151,59 @@ async def _serve(
             )
         )
     return 0
+
+
+async def _serve_started(
+    team: Team,
+    options: ServeOptions,
+    journal: Journal | None,
+    access: tuple[str | None, RunStore],
+    stop: anyio.Event,
+    listening: Callable[[], None],
+) -> str | int | None:
+    """Start ``team``, then serve it until ``stop`` is set; uvicorn's exit code if it
+    could not serve. The team starts here, not in the app's lifespan: a team that cannot
+    start (an MCP server that will not run) raises its own error, not a lifespan
+    traceback and uvicorn's exit, and a stop while it starts (its MCP servers, its Ray
+    replicas) cancels the start at once, where uvicorn waited for its startup to end."""
+    import uvicorn  # the serve extra, checked on importing regiment.serve
+
+    serving: list[uvicorn.Server] = []
+    refused: str | int | None = None
+    failed: Exception | None = None  # raised as it is, not in the task group's exception group
+    async with anyio.create_task_group() as tg:
+
+        async def stop_when_set() -> None:
+            await stop.wait()
+            if serving:
+                serving[0].should_exit = True
+            else:  # still starting: nothing is served yet
+                tg.cancel_scope.cancel()
+
+        tg.start_soon(stop_when_set)
+        start = (
+            team.start(journal=journal)
+            if options.lease_ttl is None
+            else team.start(journal=journal, lease_ttl=options.lease_ttl)
+        )
+        try:
+            async with start as running:
+                app = create_app(running, journal=journal, token=access[0], store=access[1])
+                config = uvicorn.Config(
+                    app, host=options.host, port=options.port, log_config=None, lifespan="on"
+                )
+                serving.append(_stopping_server(config, app.state.regiment_stop_runs, listening))
+                with frozen_heap():
+                    try:
+                        await serving[0].serve()
+                    except SystemExit as exc:  # uvicorn's way to say it could not start
+                        refused = exc.code
+        except Exception as exc:  # the team could not start: the caller explains it
+            failed = exc
+        tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    return refused
 
 
 def refusal(host: str, port: int) -> str | None:
