@@ -71,12 +71,14 @@ from regiment.cli._options import choose_model, placed, run_options
 from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
+from regiment.cli._start_error import start_error
 from regiment.cli._validate import validate, validate_command
 from regiment.errors import (
     ApprovalError,
     ConfigError,
     JournalError,
     RegimentError,
+    ToolError,
 )
 from regiment.tools import require_mcp
 
@@ -185,7 +187,7 @@ async def _dispatch(
         if args.command in ("runs", "show"):
             read = functools.partial(printed, journal_reader(args, environ), args.command)
             return await _leaving(functools.partial(read, stdout, stderr), interrupt, _left(stderr))
-        from regiment.config import build_team, load_config  # not for runs/show (#22)
+        from regiment.config import load_config  # not for runs/show (#22)
 
         config = load_config(args.team_file)
         if args.command == "validate":
@@ -193,18 +195,7 @@ async def _dispatch(
         if args.command == "mcp":
             return await _serve_mcp(config, args, environ, stderr, interrupt)
         if args.command == "serve":
-            from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
-            from regiment.serve import serve_command  # the serve extra: only here
-
-            model = choose_model(config, args.team_file, args.model, environ, stderr)
-            with serve_tracing(args.trace, config, stderr) as (config, telemetry):
-                team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
-                try:
-                    return await serve_command(
-                        team, args, environ=environ, stderr=stderr, stop=interrupt
-                    )
-                except JournalError as exc:  # it could not be opened: nothing was served
-                    return config_error(journal_flag_error(args.journal, exc), stderr)
+            return await _serve_http(config, args, environ, stderr, interrupt)
         config = placed(args, config)
         options = run_options(args, config, stdin, stderr, environ)
     except ConfigError as exc:
@@ -280,6 +271,33 @@ async def _guarded(
     return exit_code(outcome)
 
 
+async def _serve_http(
+    config: TeamConfig,
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    stderr: TextIO,
+    stop: anyio.Event | None,
+) -> int:
+    """``regiment serve``: serve the team under uvicorn until ``stop`` is set or, without
+    one, a signal comes (see ``regiment.serve.serve_command``)."""
+    from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only here
+    from regiment.config import build_team
+    from regiment.serve import serve_command  # the serve extra: only here
+
+    notes: list[str] = []  # said once it serves, after any refusal (the only line)
+    model = choose_model(config, args.team_file, args.model, environ, stderr, notes)
+    with serve_tracing(args.trace, config, stderr) as (config, telemetry):
+        team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
+        try:
+            return await serve_command(
+                team, args, environ=environ, stderr=stderr, stop=stop, note="".join(notes)
+            )
+        except JournalError as exc:  # it could not be opened: nothing was served
+            return config_error(journal_flag_error(args.journal, exc), stderr)
+        except ToolError as exc:  # an MCP server could not be started: nothing ran
+            raise start_error(exc, team, args.team_file) from exc
+
+
 async def _serve_mcp(
     config: TeamConfig,
     args: argparse.Namespace,
@@ -294,7 +312,8 @@ async def _serve_mcp(
     from regiment.cli._serve_trace import serve_tracing  # the tracing SDK: only with --trace
     from regiment.config import build_team
 
-    model = choose_model(config, args.team_file, args.model, environ, stderr)
+    notes: list[str] = []  # said once it serves, after any refusal (the only line)
+    model = choose_model(config, args.team_file, args.model, environ, stderr, notes)
     try:
         # Not the global provider: the MCP SDK's spans of each message (initialize, tools/list,
         # ...) would be a trace each. A run's root is parented by the client's _meta.
@@ -307,6 +326,8 @@ async def _serve_mcp(
                 journal=args.journal,
                 team_file=team_file_of(args.team_file, args.app_dir),
                 stop=stop,
+                note="".join(notes),
+                source=args.team_file,
             )
     except JournalError as exc:  # it could not be opened: nothing was served
         raise journal_flag_error(args.journal, exc) from exc

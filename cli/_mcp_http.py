@@ -38,10 +38,11 @@ logger = logging.getLogger("regiment.mcp")
 
 
 async def serve_http(
-    server: SDKServer, port: int, stderr: TextIO, stop: anyio.Event, calls: Calls
+    server: SDKServer, port: int, stderr: TextIO, stop: anyio.Event, calls: Calls, note: str = ""
 ) -> None:
     """Serve over streamable HTTP on ``127.0.0.1:port`` until ``stop`` is set: the
-    calls in flight are cancelled, the open GET streams ended, then uvicorn stops."""
+    calls in flight are cancelled, the open GET streams ended, then uvicorn stops.
+    ``note`` is said once the port listens, before the line with the server's URL."""
     import uvicorn
 
     class Server(uvicorn.Server):  # the signals are serve_team's: uvicorn's own handling
@@ -51,6 +52,8 @@ async def serve_http(
 
     with _listening(port) as sock:
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        if note:
+            print(note, file=stderr, flush=True)
         print(f"regiment: serving team '{server.name}' at {url}", file=stderr, flush=True)
         streams = EndableStreams(server.streamable_http_app())
         config = uvicorn.Config(streams, log_level="warning", lifespan="on")

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import signal
 import sys
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from functools import partial
 from typing import Any, TextIO
 
@@ -38,7 +38,8 @@ from regiment._logging import logging_to
 from regiment._shown import shown_spec
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
 from regiment.cli._mcp_calls import Calls
-from regiment.errors import ConfigError, LeaseLost, RegimentError
+from regiment.cli._start_error import start_error
+from regiment.errors import ConfigError, LeaseLost, RegimentError, ToolError
 from regiment.hierarchy import (
     CheckFailed,
     Event,
@@ -257,22 +258,26 @@ async def serve_team(
     journal: str | None = None,
     team_file: TeamFile | None = None,
     stop: anyio.Event | None = None,
+    note: str = "",
+    source: str | None = None,
 ) -> int:
     """Start ``team`` (journaling its runs in ``journal``, if given, with the
     ``team_file`` it was built from, so ``regiment resume RUN_ID`` finds it) and serve
     it over stdio until the client goes away (stdin closes), or over streamable HTTP on
     ``127.0.0.1:http_port`` (0: a free port); on either, until ``stop`` is set or,
     without one, SIGINT or SIGTERM comes (a second one exits at once, 130); the exit code.
+    ``note`` goes to ``stderr`` once it serves; a stop while the team starts cancels that.
 
     A stop cancels the calls in flight (their runs end ``cancelled``, journaled so;
     each call's result says so) and stops the team, its MCP servers and its journal
     before it returns: 0, or 130 after a SIGINT (saying ``regiment: interrupted``).
-    (uvicorn re-raised a SIGTERM once it had stopped: exit 143, the team still up; over
-    stdio, the SDK's read of stdin in a thread held a stop until the client wrote.)
+    (uvicorn re-raised a SIGTERM once it had stopped, the team still up; over stdio,
+    the SDK's read of stdin in a thread held a stop until the client wrote.)
 
     Raises:
         ConfigError: HTTP was asked for on a backend other than asyncio, or stdio
-            with stdin or stdout closed.
+            with stdin or stdout closed; an MCP server that could not be started,
+            naming its entry of ``source`` (the team file, as given), if given.
     """
     if http_port is not None and not _on_asyncio():
         raise ConfigError("regiment mcp --http needs --backend asyncio (uvicorn runs on asyncio)")
@@ -287,21 +292,17 @@ async def serve_team(
         if stop is None:
             stop = anyio.Event()
             tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
-        try:  # it prints no progress: regiment's warnings show, one line each
-            with logging_to(stderr, logging.WARNING, ("regiment", "mcp")):
-                async with team.start(journal=journal, team_file=team_file) as running:
-                    calls = Calls()
-                    server = team_server(running, journal=journal, calls=calls)
-                    if http_port is None:
-                        from regiment.cli._mcp_stdio import serve_stdio
-
-                        await serve_stdio(server, stop, calls)
-                    else:
-                        from regiment.cli._mcp_http import serve_http
-
-                        await serve_http(server, http_port, stderr, stop, calls)
-        except Exception as exc:
-            failed = exc
+        started: list[bool] = []  # a stop before the team started cancels the start
+        with anyio.CancelScope() as starting:
+            tg.start_soon(_cut_start, stop, starting, started)
+            try:  # it prints no progress: regiment's warnings show, one line each
+                with logging_to(stderr, logging.WARNING, ("regiment", "mcp")):
+                    async with AsyncExitStack() as stack:
+                        running = await _start(stack, team, (journal, team_file), source)
+                        started.append(True)
+                        await _serve_on(running, journal, http_port, (stderr, note), stop)
+            except Exception as exc:
+                failed = exc
         tg.cancel_scope.cancel()  # stop watching signals
     if failed is not None:
         raise failed
@@ -309,6 +310,56 @@ async def serve_team(
         print("regiment: interrupted", file=stderr, flush=True)
         return EXIT_INTERRUPTED
     return 0
+
+
+async def _serve_on(
+    running: RunningTeam,
+    journal: str | None,
+    http_port: int | None,
+    said: tuple[TextIO, str],
+    stop: anyio.Event,
+) -> None:
+    """Serve the started team over stdio, or HTTP on ``http_port``, until ``stop``; the
+    note of ``said`` (stderr, note) goes out once it serves."""
+    stderr, note = said
+    calls = Calls()
+    server = team_server(running, journal=journal, calls=calls)
+    if http_port is None:
+        from regiment.cli._mcp_stdio import serve_stdio
+
+        if note:
+            print(note, file=stderr, flush=True)
+        await serve_stdio(server, stop, calls)
+    else:
+        from regiment.cli._mcp_http import serve_http
+
+        await serve_http(server, http_port, stderr, stop, calls, note)
+
+
+async def _start(
+    stack: AsyncExitStack,
+    team: Team,
+    journaled: tuple[str | None, TeamFile | None],
+    source: str | None,
+) -> RunningTeam:
+    """``team`` started on ``stack`` (with its journal and team file); an MCP server that
+    could not be started is a ``ConfigError`` naming its entry of ``source``, if given."""
+    journal, team_file = journaled
+    try:
+        return await stack.enter_async_context(team.start(journal=journal, team_file=team_file))
+    except ToolError as exc:  # nothing ran
+        if source is None:
+            raise
+        raise start_error(exc, team, source) from exc
+
+
+async def _cut_start(stop: anyio.Event, starting: anyio.CancelScope, started: list[bool]) -> None:
+    """Cancel ``starting`` if ``stop`` comes before the team has ``started``: its MCP
+    servers or Ray replicas may take their start timeout to fail, and a Ctrl-C waited
+    that long. Once started, the stop is the server's (it cancels the calls in flight)."""
+    await stop.wait()
+    if not started:
+        starting.cancel()
 
 
 def _cut_short(stderr: TextIO) -> None:

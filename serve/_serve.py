@@ -19,9 +19,10 @@ from regiment._logging import SDK_LOGGERS, ContextFormatter, level_for, logging_
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
 from regiment.errors import ConfigError
 from regiment.hierarchy import Team
-from regiment.journal import open_journal
+from regiment.journal import Journal, open_journal
 
 from ._app import create_app
+from ._checks import check_lease_ttl
 from ._registry import KEEP_ENDED, MemoryRunStore, RunStore
 
 if TYPE_CHECKING:
@@ -62,9 +63,12 @@ async def serve_command(
     environ: Mapping[str, str],
     stderr: TextIO,
     stop: anyio.Event | None = None,
+    note: str = "",
 ) -> int:
     """Serve ``team`` until ``stop`` is set, or, without one, until SIGINT or SIGTERM
     (caught in the main thread, as ``regiment serve`` does); returns the exit code.
+    ``note`` (``regiment serve``'s "running offline" line) goes to ``stderr`` once the
+    server listens: after any refusal below, which is then the command's only line.
 
     Stopping cancels the live runs (journaled so), stops the team and closes the
     journal before it returns: 0, or 130 after a SIGINT (saying ``regiment:
@@ -81,9 +85,10 @@ async def serve_command(
             thread; the server could not start (a host that is not this machine's, a
             port in use: ``refusal`` says which).
         JournalError: the journal cannot be opened (before anything is served).
+        ToolError: the team could not start (an MCP server that will not run).
     """
     if stop is not None:
-        return await _serve(team, options, environ, stderr, stop)
+        return await _serve(team, options, environ, stderr, stop, note)
     if threading.current_thread() is not threading.main_thread():
         raise ConfigError(
             "serve_command() runs in thread "
@@ -96,7 +101,7 @@ async def serve_command(
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_signals, stop, partial(_cut_short, stderr), got)
         try:
-            code = await _serve(team, options, environ, stderr, stop)
+            code = await _serve(team, options, environ, stderr, stop, note)
         except Exception as exc:  # ConfigError, JournalError: the caller explains them
             refused = exc
         tg.cancel_scope.cancel()  # stop watching signals
@@ -113,39 +118,25 @@ def _cut_short(stderr: TextIO) -> None:
 
 
 async def _serve(
-    team: Team, options: ServeOptions, environ: Mapping[str, str], stderr: TextIO, stop: anyio.Event
+    team: Team,
+    options: ServeOptions,
+    environ: Mapping[str, str],
+    stderr: TextIO,
+    stop: anyio.Event,
+    note: str,
 ) -> int:
     """Serve until ``stop`` is set; 0 (see ``serve_command``)."""
-    import uvicorn  # the serve extra, checked on importing regiment.serve
-
     token, store = _checked(options, environ)
+    check_lease_ttl(team, options.lease_ttl, options.journal)
     # Opened here, not in the app's lifespan: a journal that cannot open is one
     # line and exit 2, as for `regiment run`, not a lifespan traceback.
     journal = None if options.journal is None else await open_journal(options.journal)
+    # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
+    level = level_for(options.verbose, default=logging.INFO)
     try:
-        app = create_app(
-            team, journal=journal, token=token, store=store, lease_ttl=options.lease_ttl
-        )
-        config = uvicorn.Config(
-            app, host=options.host, port=options.port, log_config=None, lifespan="on"
-        )
-        server = _stopping_server(config, app.state.regiment_stop_runs)
-        refused: str | int | None = None
-        # INFO by default (a service's log), DEBUG with -vv; uvicorn's own records too.
-        level = level_for(options.verbose, default=logging.INFO)
-        with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)), frozen_heap():
-            async with anyio.create_task_group() as tg:
-
-                async def stop_when_set() -> None:
-                    await stop.wait()
-                    server.should_exit = True
-
-                tg.start_soon(stop_when_set)
-                try:
-                    await server.serve()
-                except SystemExit as exc:  # uvicorn's way to say it could not start
-                    refused = exc.code
-                tg.cancel_scope.cancel()
+        with logging_to(stderr, level, ("regiment", "uvicorn", *SDK_LOGGERS)):
+            said = partial(_say, note, stderr)
+            refused = await _serve_started(team, options, journal, (token, store), stop, said)
     finally:
         if journal is not None:
             with anyio.CancelScope(shield=True):
@@ -160,6 +151,59 @@ async def _serve(
             )
         )
     return 0
+
+
+async def _serve_started(
+    team: Team,
+    options: ServeOptions,
+    journal: Journal | None,
+    access: tuple[str | None, RunStore],
+    stop: anyio.Event,
+    listening: Callable[[], None],
+) -> str | int | None:
+    """Start ``team``, then serve it until ``stop`` is set; uvicorn's exit code if it
+    could not serve. The team starts here, not in the app's lifespan: a team that cannot
+    start (an MCP server that will not run) raises its own error, not a lifespan
+    traceback and uvicorn's exit, and a stop while it starts (its MCP servers, its Ray
+    replicas) cancels the start at once, where uvicorn waited for its startup to end."""
+    import uvicorn  # the serve extra, checked on importing regiment.serve
+
+    serving: list[uvicorn.Server] = []
+    refused: str | int | None = None
+    failed: Exception | None = None  # raised as it is, not in the task group's exception group
+    async with anyio.create_task_group() as tg:
+
+        async def stop_when_set() -> None:
+            await stop.wait()
+            if serving:
+                serving[0].should_exit = True
+            else:  # still starting: nothing is served yet
+                tg.cancel_scope.cancel()
+
+        tg.start_soon(stop_when_set)
+        start = (
+            team.start(journal=journal)
+            if options.lease_ttl is None
+            else team.start(journal=journal, lease_ttl=options.lease_ttl)
+        )
+        try:
+            async with start as running:
+                app = create_app(running, journal=journal, token=access[0], store=access[1])
+                config = uvicorn.Config(
+                    app, host=options.host, port=options.port, log_config=None, lifespan="on"
+                )
+                serving.append(_stopping_server(config, app.state.regiment_stop_runs, listening))
+                with frozen_heap():
+                    try:
+                        await serving[0].serve()
+                    except SystemExit as exc:  # uvicorn's way to say it could not start
+                        refused = exc.code
+        except Exception as exc:  # the team could not start: the caller explains it
+            failed = exc
+        tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    return refused
 
 
 def refusal(host: str, port: int) -> str | None:
@@ -212,14 +256,22 @@ def _checked(options: ServeOptions, environ: Mapping[str, str]) -> tuple[str | N
     return token, MemoryRunStore(keep=keep)
 
 
-def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uvicorn.Server:
+def _say(note: str, stderr: TextIO) -> None:
+    if note:
+        print(note, file=stderr, flush=True)
+
+
+def _stopping_server(
+    config: uvicorn.Config, stop_runs: Callable[[], int], listening: Callable[[], None]
+) -> uvicorn.Server:
     """uvicorn's server, which cancels the live runs as it starts to stop: it waits for
     open requests before it runs the app's shutdown, so a ``?wait=true`` request on a
     run that went on for minutes held the stop (SIGTERM, Ctrl-C) that long.
 
     It leaves SIGINT and SIGTERM alone: ``serve_command`` watches both. uvicorn's
     handling re-raises a SIGTERM once it has stopped, which killed the process before
-    the journal was closed.
+    the journal was closed. ``listening()`` is called once it listens (a port it cannot
+    bind ends its start with ``SystemExit`` before).
     """
     import uvicorn
 
@@ -227,6 +279,11 @@ def _stopping_server(config: uvicorn.Config, stop_runs: Callable[[], int]) -> uv
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             yield
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # not when the app's own startup failed
+                listening()
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             stopped = stop_runs()
