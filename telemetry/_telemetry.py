@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
-from types import TracebackType
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast, final
 
 from opentelemetry import trace
@@ -15,12 +14,10 @@ from opentelemetry.util.types import AttributeValue
 from regiment._version import __version__
 from regiment.telemetry import _semconv as sc
 from regiment.telemetry._attributes import agent_attributes as _agent_attributes
-from regiment.telemetry._attributes import chat_attributes as _chat_attributes
 from regiment.telemetry._attributes import phase_attributes as _phase_attributes
 from regiment.telemetry._attributes import plan_attributes as _plan_attributes
 from regiment.telemetry._attributes import replan_attributes as _replan_attributes
 from regiment.telemetry._attributes import run_attributes as _run_attributes
-from regiment.telemetry._attributes import server_attributes as _server_attributes
 from regiment.telemetry._attributes import tool_attributes as _tool_attributes
 from regiment.telemetry._attributes import verify_attributes as _verify_attributes
 from regiment.telemetry._content import capture_from_env
@@ -30,7 +27,7 @@ from regiment.telemetry._open_root import OpenRoot
 from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
 from regiment.telemetry._resumed_root import resumed_root
-from regiment.telemetry._scope import _SpanScope
+from regiment.telemetry._scope import _Counted, _SpanScope
 from regiment.telemetry._step_ids import STEP_SPAN_HEADER, GivenSpanIds
 
 if TYPE_CHECKING:
@@ -285,8 +282,22 @@ class Telemetry:
         """
         if not (self.traced or self.tracing):  # as agent_span's
             return _NOT_TRACING
-        base = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
-        _server_attributes(base, server)
+        # Built here, in one dict (no helper calls: this is every model call's path).
+        base: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: provider,
+            sc.GEN_AI_REQUEST_MODEL: model,
+        }
+        if agent_name is not None:
+            base[sc.GEN_AI_AGENT_NAME] = agent_name
+        if max_tokens is not None:
+            base[sc.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+        if temperature is not None:
+            base[sc.GEN_AI_REQUEST_TEMPERATURE] = temperature
+        if server is not None:  # the model API's host, and its port when known
+            base[sc.SERVER_ADDRESS] = server[0]
+            if server[1] is not None:
+                base[sc.SERVER_PORT] = server[1]
         if attributes:
             base.update(attributes)
         name = f"chat {model}"  # the scope made here, as agent_span's
@@ -318,33 +329,6 @@ class Telemetry:
     def headers_for(self, span: Span) -> dict[str, str]:
         """Headers that make ``span`` the parent of whatever receives them."""
         return headers_for(span)
-
-
-@final
-class _Counted(AbstractContextManager[Span]):
-    """A run's span scope, counted in ``regiment.runs.active`` while it is open."""
-
-    __slots__ = ("_active", "scope")
-
-    def __init__(self, scope: SpanScope, active: AbstractContextManager[None]) -> None:
-        self.scope, self._active = scope, active  # scope: see leave_open
-
-    def __enter__(self) -> Span:
-        self._active.__enter__()
-        try:
-            return self.scope.__enter__()
-        except BaseException as exc:
-            self._active.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        try:
-            self.scope.__exit__(kind, exc, tb)
-        finally:
-            self._active.__exit__(kind, exc, tb)
-        return None
 
 
 def _root(
