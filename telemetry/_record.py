@@ -136,7 +136,8 @@ class SpanRecorder(VerdictRecorder):
             attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
             attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
             attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
-            _cost(attributes, usage)
+            if micro := getattr(usage, "micro_usd", 0):  # priced: no _cost call when not
+                attributes[sc.REGIMENT_USAGE_COST_USD] = micro / 1_000_000
         span.set_attributes(attributes)
 
     def tool_outcome(

@@ -6,8 +6,9 @@ import traceback
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import final
+from typing import Any, final
 
+import msgspec
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -75,63 +76,44 @@ def leave_open(scope: AbstractContextManager[Span]) -> bool:
     inner = getattr(scope, "scope", scope)  # a run counted in regiment.runs.active: its own
     if not isinstance(inner, _SpanScope):
         return False
-    inner._end_on_exit = False
+    inner.end_on_exit = False
     return True
 
 
 @final
-class _SpanScope(AbstractContextManager[Span]):
-    # A plain class rather than @contextmanager around use_span: this is on
-    # every step's path, and one object is much cheaper than two generators.
-    __slots__ = (
-        "_attributes",
-        "_capture",
-        "_context",
-        "_end_on_exit",
-        "_kind",
-        "_links",
-        "_name",
-        "_span",
-        "_token",
-        "_tracer",
-    )
+class _SpanScope(msgspec.Struct):
+    """A span's scope: started and made current on entry, ended on exit. A msgspec
+    struct: made by C code (no ``__init__`` call on every span; no ``@contextmanager``
+    around ``use_span`` either, two generators a span), so a span costs its ``__enter__``
+    and ``__exit__`` only (issue #22, tests/telemetry/test_span_path_cost.py)."""
 
-    def __init__(
-        self,
-        tracer: trace.Tracer,
-        name: str,
-        kind: SpanKind,
-        attributes: Attributes,
-        context: Context | None,
-        capture: bool,
-        links: Sequence[Link] | None = None,
-        end_on_exit: bool = True,
-    ) -> None:
-        self._capture = capture
-        self._end_on_exit = end_on_exit
-        self._links = links
-        self._tracer = tracer
-        self._name = name
-        self._kind = kind
-        self._attributes = attributes
-        self._context = context
+    tracer: trace.Tracer
+    name: str
+    kind: SpanKind
+    attributes: Attributes
+    context: Context | None
+    capture: bool
+    links: Sequence[Link] | None = None
+    end_on_exit: bool = True
+    span: Any = None  # the span and its context's token, once entered
+    token: Any = None
 
     def __enter__(self) -> Span:
         # Positional, in the order of the API's ``Tracer.start_span``: no keyword matching
         # on every span (name, context, kind, attributes, links, start_time,
         # record_exception, set_status_on_exception).
-        span = self._tracer.start_span(
-            self._name,
-            self._context,
-            self._kind,
-            self._attributes,
-            self._links,
+        span = self.tracer.start_span(
+            self.name,
+            self.context,
+            self.kind,
+            self.attributes,
+            self.links,
             None,
             False,
             False,
         )
-        self._span = span
-        self._token = otel_context.attach(trace.set_span_in_context(span))
+        self.span = span
+        self.token = otel_context.attach(trace.set_span_in_context(span))
         return span
 
     def __exit__(
@@ -140,20 +122,21 @@ class _SpanScope(AbstractContextManager[Span]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        span, token = self.span, self.token  # (set on entry)
         if exc is None:  # the common way out: nothing to record
-            otel_context.detach(self._token)
-            if self._end_on_exit:
-                self._span.end()
+            otel_context.detach(token)
+            if self.end_on_exit:
+                span.end()
             return
         try:
             if isinstance(exc, Exception):
-                record_exception(self._span, exc, capture=self._capture)
+                record_exception(span, exc, capture=self.capture)
             else:
-                record_cancellation(self._span, exc)
+                record_cancellation(span, exc)
         finally:
-            otel_context.detach(self._token)
-            if self._end_on_exit:
-                self._span.end()
+            otel_context.detach(token)
+            if self.end_on_exit:
+                span.end()
 
 
 def mark_error(
@@ -249,3 +232,32 @@ def record_cancellation(span: Span, exc: BaseException | None, reason: str = "")
     if reason:
         attributes[sc.REGIMENT_CANCEL_REASON] = reason
     span.add_event(sc.CANCELLED_EVENT, attributes or None)
+
+
+@final
+class _Counted(AbstractContextManager[Span]):
+    """A run's span scope, counted in ``regiment.runs.active`` while it is open."""
+
+    __slots__ = ("_active", "scope")
+
+    def __init__(
+        self, scope: AbstractContextManager[Span], active: AbstractContextManager[None]
+    ) -> None:
+        self.scope, self._active = scope, active  # scope: see leave_open
+
+    def __enter__(self) -> Span:
+        self._active.__enter__()
+        try:
+            return self.scope.__enter__()
+        except BaseException as exc:
+            self._active.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            self.scope.__exit__(kind, exc, tb)
+        finally:
+            self._active.__exit__(kind, exc, tb)
+        return None

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
-from types import TracebackType
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast, final
 
 from opentelemetry import trace
@@ -14,24 +12,23 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment._version import __version__
 from regiment.telemetry import _semconv as sc
-from regiment.telemetry._attributes import agent_attributes as _agent_attributes
-from regiment.telemetry._attributes import chat_attributes as _chat_attributes
 from regiment.telemetry._attributes import phase_attributes as _phase_attributes
 from regiment.telemetry._attributes import plan_attributes as _plan_attributes
 from regiment.telemetry._attributes import replan_attributes as _replan_attributes
 from regiment.telemetry._attributes import run_attributes as _run_attributes
-from regiment.telemetry._attributes import server_attributes as _server_attributes
 from regiment.telemetry._attributes import tool_attributes as _tool_attributes
 from regiment.telemetry._attributes import verify_attributes as _verify_attributes
 from regiment.telemetry._content import capture_from_env
 from regiment.telemetry._logs import correlate_logs
 from regiment.telemetry._metrics import run_metrics
 from regiment.telemetry._open_root import OpenRoot
-from regiment.telemetry._propagation import OTelPropagator, extract_context, headers_for, inject
+from regiment.telemetry._propagation import OTelPropagator, headers_for, inject
 from regiment.telemetry._record import SpanRecorder
 from regiment.telemetry._resumed_root import resumed_root
-from regiment.telemetry._scope import _SpanScope
-from regiment.telemetry._step_ids import STEP_SPAN_HEADER, GivenSpanIds
+from regiment.telemetry._scope import _Counted, _SpanScope
+from regiment.telemetry._step_ids import GivenSpanIds
+from regiment.telemetry._step_spans import NOT_TRACING as _NOT_TRACING
+from regiment.telemetry._step_spans import SpanScope, StepSpans
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -42,9 +39,6 @@ __all__ = ("PhaseName", "SpanScope", "Telemetry")
 
 PhaseName: TypeAlias = Literal["plan", "verify", "critique", "compress", "synthesize"]
 """The planner's phases that get a span of their own."""
-
-SpanScope: TypeAlias = AbstractContextManager[Span]
-"""What every span method returns: ``with telemetry.x_span(...) as span:``."""
 
 _INSTRUMENTATION = "regiment"
 _SCOPE = (
@@ -64,11 +58,10 @@ def _records(provider: TracerProvider) -> bool:
 # What every span method returns while nothing records: no attributes are built,
 # no context is attached. Reusable: nullcontext holds no state. Each method checks
 # ``self.tracing`` itself (no wrapper forwarding *args and **kwargs on every span).
-_NOT_TRACING: AbstractContextManager[Span] = nullcontext(trace.INVALID_SPAN)
 
 
 @final
-class Telemetry:
+class Telemetry(StepSpans):
     """Opens regiment's spans and records what happened on them.
 
     One instance serves a whole team (and any number of concurrent runs): it holds
@@ -235,63 +228,6 @@ class Telemetry:
         base = _phase_attributes(name, attributes)  # gen_ai.operation.name, but not verify's
         return _open(self, name, attributes=base, end_on_exit=end_on_exit)
 
-    def agent_span(
-        self,
-        agent_name: str,
-        *,
-        parent_headers: Mapping[str, str] | None = None,
-        run_id: str | None = None,
-        step_id: str | None = None,
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        agent_id: str | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
-    ) -> SpanScope:
-        """A worker doing one step: ``invoke_agent {agent_name}``.
-
-        ``parent_headers`` (W3C headers from the step's envelope), when given,
-        alone decide the parent, so a worker serving several runs links each
-        step to its own run; ``None`` uses the current context. The other arguments
-        become ``regiment.*`` / ``gen_ai.*`` attributes (``agent_id``: a hosted agent's).
-        """
-        if not (self.traced or self.tracing):  # traced: no property call on a step's path
-            return _NOT_TRACING
-        base = _agent_attributes(agent_name, agent_id, run_id, step_id, plan_version, attempt)
-        if attributes:
-            base.update(attributes)
-        parent = None if parent_headers is None else extract_context(parent_headers)
-        given = None if parent_headers is None else parent_headers.get(STEP_SPAN_HEADER)
-        tracer = self._tracer if given is None else self._given.tracer(self._tracer, given)
-        name, capture = f"invoke_agent {agent_name}", self.recorder.capture  # no _open hop
-        return _SpanScope(tracer, name, SpanKind.INTERNAL, base, parent, capture)
-
-    def chat_span(
-        self,
-        model: str,
-        provider: str,
-        *,
-        agent_name: str | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        server: tuple[str, int | None] | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
-    ) -> SpanScope:
-        """One model call: ``chat {model}`` (kind CLIENT); finish with ``recorder.chat_response``.
-
-        The arguments become ``gen_ai.request.*``, ``gen_ai.provider.name``,
-        ``gen_ai.agent.name`` and ``server.address`` / ``server.port`` (host, port);
-        ``attributes`` adds more at the start (e.g. the applied ``gen_ai.request.*``
-        settings), so they need no second call on the span.
-        """
-        if not (self.traced or self.tracing):  # as agent_span's
-            return _NOT_TRACING
-        base = _chat_attributes(model, provider, agent_name, max_tokens, temperature)
-        _server_attributes(base, server)
-        if attributes:
-            base.update(attributes)
-        name = f"chat {model}"  # the scope made here, as agent_span's
-        return _SpanScope(self._tracer, name, SpanKind.CLIENT, base, None, self.recorder.capture)
-
     def tool_span(
         self,
         tool_name: str,
@@ -318,33 +254,6 @@ class Telemetry:
     def headers_for(self, span: Span) -> dict[str, str]:
         """Headers that make ``span`` the parent of whatever receives them."""
         return headers_for(span)
-
-
-@final
-class _Counted(AbstractContextManager[Span]):
-    """A run's span scope, counted in ``regiment.runs.active`` while it is open."""
-
-    __slots__ = ("_active", "scope")
-
-    def __init__(self, scope: SpanScope, active: AbstractContextManager[None]) -> None:
-        self.scope, self._active = scope, active  # scope: see leave_open
-
-    def __enter__(self) -> Span:
-        self._active.__enter__()
-        try:
-            return self.scope.__enter__()
-        except BaseException as exc:
-            self._active.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        try:
-            self.scope.__exit__(kind, exc, tb)
-        finally:
-            self._active.__exit__(kind, exc, tb)
-        return None
 
 
 def _root(

@@ -26,7 +26,7 @@ from regiment.models import (
     ToolResultPart,
     text_response,
 )
-from regiment.telemetry import SpanCollector, Telemetry, _scope, _telemetry
+from regiment.telemetry import SpanCollector, Telemetry, _attributes, _record, _scope, _telemetry
 
 from ..hierarchy.brains import Brain, plan_json
 from ..hierarchy.profiled import CallCounter, Matches
@@ -158,3 +158,31 @@ async def test_a_step_s_spans_ask_no_tracing_property() -> None:
     one, _ = await _counted(1, per_run)
     three, _ = await _counted(3, per_run)
     assert three == one  # no `tracing` property call per step: `traced` says yes
+
+
+def _in_scope_module(frame: FrameType, event: str, arg: object) -> bool:
+    return event == "call" and frame.f_code.co_filename == _scope.__file__
+
+
+async def test_a_span_s_scope_costs_its_entry_and_exit_only() -> None:
+    """A step's two spans make four Python calls in the scope's module (enter and exit
+    each): the scope itself is made by C code, no ``__init__`` a span (it made three)."""
+    one, spans_one = await _counted(1, _in_scope_module)
+    three, spans_three = await _counted(3, _in_scope_module)
+    assert spans_three - spans_one == 2 * 2
+    assert three - one == 2 * 2 * 2  # two more steps, two spans each, enter and exit
+
+
+async def test_a_chat_span_s_attributes_and_price_take_no_helper_call() -> None:
+    """``chat_span`` builds its start attributes itself (no ``chat_attributes`` and
+    ``server_attributes`` calls) and ``chat_response`` prices a reply without ``_cost``
+    (nothing is priced here: the run's total is its one call)."""
+    helpers = _code_is(
+        _attributes.chat_attributes.__code__,
+        _attributes.server_attributes.__code__,
+        _record._cost.__code__,
+    )
+    one, spans_one = await _counted(1, helpers)
+    three, spans_three = await _counted(3, helpers)
+    assert spans_three - spans_one == 2 * 2
+    assert three == one  # the run's own (its usage on the root span) only
