@@ -31,12 +31,15 @@ tasks it starts) stay the planner's, not the sender's.
 from __future__ import annotations
 
 import contextvars
+import math
 from collections import deque
 from collections.abc import Awaitable
 from typing import final
 
+import anyio
+
 from regiment.actors import Actor, ContextTurns, Envelope, Wakeup
-from regiment.errors import LeaseLost, RunCancelled, RunError
+from regiment.errors import ActorStopped, LeaseLost, RunCancelled, RunError
 from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
@@ -84,9 +87,8 @@ class TakesTurns(Actor[PlannerMessage, None]):
         working for a run that is over. Otherwise the team is stopping under the run."""
         crash = self.ctx.failure
         if crash is None:
-            error = "the run's planner stopped before the run finished (the team stopped)"
             settle(self._book.channel.journal)  # resumed: its replies never replayed
-            self._record(RunAborted(RunCancelled(error)))
+            self._record(RunAborted(RunCancelled(_TEAM_STOPPED)))
             return
         try:
             self._book.dispatcher.cancel_all(self.ctx, "the run failed")
@@ -179,6 +181,13 @@ class TakesTurns(Actor[PlannerMessage, None]):
         """A handler raised ``exc``; before the actor fails (and its supervisor sees
         it), the run fails with it as the cause."""
         if not self._book.channel.done:
+            if isinstance(exc, ActorStopped) and _team_stopping(self.ctx.system.closing):
+                # The team is stopping under the run (its actor system closes, or the
+                # scope around the team was cancelled) and a worker stopped first,
+                # while this handler still sent to it: cancelled, as ever when the
+                # team stops under a run (``_stopped_early``), not failed.
+                self._abort(RunCancelled(_TEAM_STOPPED))
+                return
             failure = _handler_failed(message, exc, self._book)
             self._abort(failure)  # at once: the actor is failing
 
@@ -217,6 +226,15 @@ class _Waiter:
     def __init__(self, wakeup: Wakeup) -> None:
         self.wakeup = wakeup
         self.handed = False
+
+
+_TEAM_STOPPED = "the run's planner stopped before the run finished (the team stopped)"
+
+
+def _team_stopping(closing: bool) -> bool:
+    """Whether the team is stopping: its actor system closes, or this task's scope was
+    cancelled (the team's caller cancelled it: every actor's task is cancelled at once)."""
+    return closing or anyio.current_effective_deadline() == -math.inf
 
 
 def planner_crashed(exc: Exception) -> RunError:
