@@ -11,13 +11,11 @@ from regiment.telemetry._content import redacted_cut
 
 __all__ = (
     "agent_attributes",
-    "chat_attributes",
     "drop_none",
     "phase_attributes",
     "plan_attributes",
     "replan_attributes",
     "run_attributes",
-    "server_attributes",
     "tool_attributes",
     "verify_attributes",
 )
@@ -150,36 +148,3 @@ def tool_attributes(
 
 
 _DESCRIPTION_LIMIT = 1024
-
-
-def chat_attributes(
-    model: str,
-    provider: str,
-    agent_name: str | None,
-    max_tokens: int | None,
-    temperature: float | None,
-) -> dict[str, AttributeValue]:
-    attributes: dict[str, AttributeValue] = {
-        sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
-        sc.GEN_AI_PROVIDER_NAME: provider,
-        sc.GEN_AI_REQUEST_MODEL: model,
-    }
-    if agent_name is not None:
-        attributes[sc.GEN_AI_AGENT_NAME] = agent_name
-    if max_tokens is not None:
-        attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-    if temperature is not None:
-        attributes[sc.GEN_AI_REQUEST_TEMPERATURE] = temperature
-    return attributes
-
-
-def server_attributes(
-    attributes: dict[str, AttributeValue], server: tuple[str, int | None] | None
-) -> None:
-    """Add ``server.address`` and ``server.port`` of a model API, when known."""
-    if server is None:
-        return
-    address, port = server
-    attributes[sc.SERVER_ADDRESS] = address
-    if port is not None:
-        attributes[sc.SERVER_PORT] = port
