@@ -9,7 +9,7 @@
                                   [--approve pause|ask] [--workers local|ray [--ray-address ADDR]]
     regiment resume [TEAM_FILE] RUN_ID [--force] [the options of run but --session and
                                        --no-journal; --approve ask too]
-    regiment runs [--status S] [--json] [--journal PATH_OR_URL]
+    regiment runs [--status S] [--limit N] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment validate TEAM_FILE [--app-dir DIR]
     regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J] [--backend asyncio|trio]
