@@ -141,8 +141,12 @@ def journal_flag_error(
 ) -> ConfigError:
     """``--journal SPEC: why`` (``source`` in place of ``--journal``: where SPEC came
     from), with a URL's password left out (it is not the user's to see in a log, a
-    terminal's scroll-back or a CI page)."""
-    return ConfigError(f"{source} {shown_spec(spec)}: {exc}")
+    terminal's scroll-back or a CI page). A journal's own message that names the journal
+    first (``journal URL: connecting failed ...``) is not named twice."""
+    where, why = shown_spec(spec), str(exc)
+    if why.startswith(lead := f"journal {where}: "):
+        why = why[len(lead) :]
+    return ConfigError(f"{source} {where}: {why}")
 
 
 def said(value: str) -> str:

@@ -139,6 +139,22 @@ async def test_a_journal_urls_password_is_never_shown(
     assert "s3cret" not in said + out
 
 
+@pytest.mark.parametrize("command", [["runs"], ["approvals"], ["show", "run-1"]])
+async def test_a_journal_that_cannot_be_reached_is_named_once(
+    command: list[str], capsys: pytest.CaptureFixture[str], refused_port: int
+) -> None:
+    """The line read ``--journal URL: journal URL: connecting failed ...``: the flag's
+    prefix and the journal's own message both named it."""
+    url = f"postgresql://ops:s3cret-pw@127.0.0.1:{refused_port}/runs"
+    code, _, err = await run_cli(*command, "--journal", url)
+    said = capsys.readouterr().err + err
+    assert code == 2, said
+    line = said.splitlines()[-1]
+    shown = f"postgresql://ops@127.0.0.1:{refused_port}/runs"
+    assert line.startswith(f"regiment: error: --journal {shown}: connecting failed: "), line
+    assert line.count(shown) == 1, line
+
+
 @pytest.mark.parametrize(
     ("query", "kept"),
     [

@@ -80,7 +80,7 @@ async def test_a_postgresql_journal_whose_server_is_down_is_one_line_and_exit_2(
     (line,) = err.getvalue().splitlines()
     shown = f"postgresql://postgres@127.0.0.1:{port}/runs"  # the password left out
     assert line.startswith(
-        f"regiment: error: --journal {shown}: journal {shown}: connecting failed: "
+        f"regiment: error: --journal {shown}: connecting failed: "  # the journal named once
     )
     assert "Connection refused" in line
     assert line.endswith(
