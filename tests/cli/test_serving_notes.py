@@ -6,9 +6,7 @@ never served. The note now comes once it serves, after any refusal, which is the
 from __future__ import annotations
 
 import io
-import logging
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -18,28 +16,6 @@ from regiment.cli import run_async
 from tests.serve.cli_serving import Log
 
 pytestmark = pytest.mark.anyio
-
-UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
-
-
-@pytest.fixture(autouse=True)
-def _uvicorn_logging_restored() -> Iterator[None]:
-    """``regiment mcp --http`` run in this process lets uvicorn configure its loggers
-    (its dictConfig, ``uvicorn.error`` at WARNING): a later in-process ``regiment serve``
-    in the same worker then never logged "Uvicorn running on", and the test waiting for
-    it hung until pytest-timeout killed the worker. Their state is put back after each
-    test here."""
-    kept = {
-        name: (lg.level, list(lg.handlers), lg.propagate, lg.disabled)
-        for name in UVICORN_LOGGERS
-        for lg in [logging.getLogger(name)]
-    }
-    yield
-    for name, (level, handlers, propagate, disabled) in kept.items():
-        lg = logging.getLogger(name)
-        lg.setLevel(level)
-        lg.handlers[:] = handlers
-        lg.propagate, lg.disabled = propagate, disabled
 
 
 ROOT = Path(__file__).resolve().parents[2]
