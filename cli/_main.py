@@ -71,7 +71,6 @@ from regiment.cli._options import choose_model, placed, run_options
 from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
 from regiment.cli._resume import fill_in_team_file, team_file_of
-from regiment.cli._start_error import start_error
 from regiment.cli._validate import validate, validate_command
 from regiment.errors import (
     ApprovalError,
@@ -295,6 +294,8 @@ async def _serve_http(
         except JournalError as exc:  # it could not be opened: nothing was served
             return config_error(journal_flag_error(args.journal, exc), stderr)
         except ToolError as exc:  # an MCP server could not be started: nothing ran
+            from regiment.cli._start_error import start_error  # loads the hierarchy
+
             raise start_error(exc, team, args.team_file) from exc
 
 
