@@ -3,6 +3,7 @@ interpreter's profiler sees every call, so a count does not depend on the machin
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -16,17 +17,26 @@ Matches = Callable[[FrameType, str, object], bool]
 
 class CallCounter:
     """Counts the calls (Python ones, and builtins with ``"c_call"``) that ``matches``
-    accepts while it profiles (``with counter:``)."""
+    accepts while it profiles (``with counter:``). The garbage collector is held off
+    meanwhile (garbage of earlier tests collected first): a collection that ran a
+    finalizer inside the counted code was counted as that code's call, so a count
+    depended on which tests ran before in the same process."""
 
     def __init__(self, matches: Matches) -> None:
         self.matches = matches
         self.count = 0
+        self._collecting = True
 
     def __enter__(self) -> None:
+        gc.collect()
+        self._collecting = gc.isenabled()
+        gc.disable()
         sys.setprofile(self._profile)
 
     def __exit__(self, *exc: object) -> None:
         sys.setprofile(None)
+        if self._collecting:
+            gc.enable()
 
     def _profile(self, frame: FrameType, event: str, arg: object) -> None:
         if event in ("call", "c_call") and self.matches(frame, event, arg):
