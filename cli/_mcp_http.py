@@ -21,14 +21,18 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 from mcp.server.mcpserver import MCPServer as SDKServer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from regiment._logging import logging_to
 from regiment.cli._mcp_calls import Calls, Posted
 from regiment.errors import ConfigError
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ("serve_http",)
 
@@ -56,19 +60,35 @@ async def serve_http(
             print(note, file=stderr, flush=True)
         print(f"regiment: serving team '{server.name}' at {url}", file=stderr, flush=True)
         streams = EndableStreams(server.streamable_http_app())
-        config = uvicorn.Config(streams, log_level="warning", lifespan="on")
+        # Not uvicorn's own logging config: its dictConfig and levels were the whole
+        # process's, left behind for a program that serves in-process. Its warnings reach
+        # ``stderr`` through regiment's handler instead, while this serves.
+        config = uvicorn.Config(streams, log_config=None, lifespan="on")
         http = Server(config)
-        async with anyio.create_task_group() as tg:
+        with logging_to(stderr, logging.WARNING, ("uvicorn",)):
+            await _serve_until(http, sock, stop, (calls, streams))
 
-            async def stop_when_set() -> None:
-                await stop.wait()
-                calls.cancel()
-                streams.end()
-                http.should_exit = True
 
-            tg.start_soon(stop_when_set)
-            await http.serve(sockets=[sock])
-            tg.cancel_scope.cancel()
+async def _serve_until(
+    http: uvicorn.Server,
+    sock: socket.socket,
+    stop: anyio.Event,
+    stopped: tuple[Calls, EndableStreams],
+) -> None:
+    """Serve ``http`` on ``sock`` until ``stop`` is set: then the calls are cancelled,
+    the open GET streams ended, and uvicorn told to exit."""
+    calls, streams = stopped
+    async with anyio.create_task_group() as tg:
+
+        async def stop_when_set() -> None:
+            await stop.wait()
+            calls.cancel()
+            streams.end()
+            http.should_exit = True
+
+        tg.start_soon(stop_when_set)
+        await http.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
 
 
 @contextlib.contextmanager

@@ -4,7 +4,6 @@ provider's wire over the HTTP stand-in (tests/models/wires.py)."""
 from __future__ import annotations
 
 import gc
-import logging
 import socket
 import sys
 import uuid
@@ -256,26 +255,3 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = False
     return ByFile(config, log)
-
-
-UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
-
-
-@pytest.fixture(autouse=True)
-def _uvicorn_logging_restored() -> Iterator[None]:
-    """``regiment mcp --http`` run in this process lets uvicorn configure its loggers
-    (its dictConfig, ``uvicorn.error`` at WARNING): a later in-process ``regiment serve``
-    in the same worker then never logged "Uvicorn running on", and the test waiting for
-    it hung until pytest-timeout killed the worker. Their state is put back after each
-    test (tests/cli/test_serving_notes.py, test_serving_starts.py and others run it so)."""
-    kept = {
-        name: (lg.level, list(lg.handlers), lg.propagate, lg.disabled)
-        for name in UVICORN_LOGGERS
-        for lg in [logging.getLogger(name)]
-    }
-    yield
-    for name, (level, handlers, propagate, disabled) in kept.items():
-        lg = logging.getLogger(name)
-        lg.setLevel(level)
-        lg.handlers[:] = handlers
-        lg.propagate, lg.disabled = propagate, disabled
