@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-from regiment.cli._trace_report import SDK_DISABLED
+from regiment.cli._trace_report import SDK_DISABLED, collector_hint
 from regiment.config import TeamConfig, trace_replicas
 from regiment.telemetry import Telemetry, TracingHandle, configure_tracing, redact
 
@@ -31,7 +31,7 @@ def serve_tracing(
         if handle.export_failure is not None:
             print(
                 f"regiment: could not export traces to {redact(handle.endpoint or '')}: "
-                f"{handle.export_failure}",
+                f"{handle.export_failure}; {collector_hint(handle.endpoint or '')}",
                 file=stderr,
             )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from typing import TextIO, final
 
 from opentelemetry.context import Context
@@ -11,7 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from regiment.telemetry import SpanCollector, TracingHandle, redact
 
-__all__ = ("SDK_DISABLED", "RootTraceId", "report_trace")
+__all__ = ("SDK_DISABLED", "RootTraceId", "collector_hint", "report_trace")
 
 SDK_DISABLED = "regiment: no trace: OTEL_SDK_DISABLED=true turns tracing off; unset it to trace"
 """What a command says when the OpenTelemetry SDK's variable turned tracing off."""
@@ -63,7 +64,34 @@ def report_trace(
     if failure is None:
         print(f"regiment: trace {shown} sent to {endpoint}", file=stderr)
     else:
-        print(f"regiment: could not export trace {shown} to {endpoint}: {failure}", file=stderr)
+        print(
+            f"regiment: could not export trace {shown} to {endpoint}: {failure}; "
+            + collector_hint(handle.endpoint),
+            file=stderr,
+        )
+
+
+_DEFAULT = "http://localhost:4318/v1/traces"  # where configure_tracing sends by default
+
+
+def collector_hint(endpoint: str, environ: Mapping[str, str] | None = None) -> str:
+    """What to do when no collector took the spans sent to ``endpoint``: start one there,
+    or name another through the variable that chose it (``environ``: ``os.environ``,
+    which ``configure_tracing`` read), or trace nothing."""
+    env = os.environ if environ is None else environ
+    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip():
+        change = "set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (which named it) to your collector's URL"
+    elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        change = "set OTEL_EXPORTER_OTLP_ENDPOINT (which named it) to your collector's base URL"
+    else:
+        change = "point OTEL_EXPORTER_OTLP_ENDPOINT at yours (http://HOST:4318)"
+    start = (
+        "start one there (Jaeger: docker run --rm -p 4318:4318 -p 16686:16686 "
+        "jaegertracing/all-in-one:latest)"
+        if endpoint == _DEFAULT
+        else "start one there"
+    )
+    return f"is a collector listening? {start}, or {change}; --trace none sends nothing"
 
 
 def _sdk_disabled() -> bool:
