@@ -62,7 +62,7 @@ def event_sink(
         held = 0 if resumed is None else _held(path, resumed.run_id)
         file = open(path, "w" if resumed is None else "a", encoding="utf-8")  # noqa: SIM115
     except OSError as exc:
-        raise ConfigError(f"--events-file: cannot write {path}: {exc}") from exc
+        raise ConfigError(f"--events-file: cannot write {path}: {_why_not(path, exc)}") from exc
     with file:
         write = _jsonl_writer(file, encoder)
         if resumed is None:
@@ -71,6 +71,20 @@ def event_sink(
         for event in resumed.events[held:]:
             write(event)
         yield lambda event: None if resumed.is_replay(event) else write(event)
+
+
+def _why_not(path: str, exc: OSError) -> str:
+    """Why ``path`` cannot be written, and what to give instead."""
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, IsADirectoryError):
+        name = os.path.join(path, "events.jsonl")
+        return f"it is a directory; give a file path (in it, {name} say)"
+    folder = os.path.dirname(path) or "."
+    if isinstance(exc, FileNotFoundError) and not os.path.isdir(folder):
+        return f"its directory {folder} is not there; create it, or give a file in one that is"
+    if isinstance(exc, PermissionError):
+        return f"{reason}; give a file you may write"
+    return reason
 
 
 # The events a journal does not keep (see regiment.hierarchy.events): the rest are its own.
