@@ -20,6 +20,7 @@ _APP_DIR = "where the file's module:attribute paths are imported from (default: 
 _BACKEND = "the event loop to run on (default: asyncio)"
 
 _READER_LEFT = "141 its reader closed stdout (`| head`)"
+_SIGNALLED = "130 interrupted (Ctrl-C), 143 terminated (SIGTERM)"
 _RUN_EXITS = (
     "0 done (a partial run too, with a note), 1 run failed (or its answer could not be "
     "written), 2 usage or config error, 3 paused for approvals, 4 taken over by another "
@@ -29,22 +30,24 @@ _RUN_EXITS = (
 )
 _UNWRITTEN = "1 what it prints could not be written (a full disk, a closed stdout)"
 _READ_EXITS = f"0 done, {_UNWRITTEN}, 2 usage error or a journal that cannot be read"
-# Each command's --help ends with what its exit codes mean.
+_SERVER_SIGNALS = "130 interrupted (Ctrl-C), 143 a second signal that was a SIGTERM"
+# Each command's --help ends with what its exit codes mean (tests/cli/test_help_exits.py
+# checks each is one the command can end with).
 _EXITS = {
     "run": _RUN_EXITS,
     "resume": _RUN_EXITS,
-    "runs": f"{_READ_EXITS}, {_READER_LEFT}",
-    "show": f"{_READ_EXITS}, or a run it does not have, {_READER_LEFT}",
-    "approvals": f"{_READ_EXITS}, {_READER_LEFT}",
+    "runs": f"{_READ_EXITS}, {_SIGNALLED}, {_READER_LEFT}",
+    "show": f"{_READ_EXITS}, or a run it does not have, {_SIGNALLED}, {_READER_LEFT}",
+    "approvals": f"{_READ_EXITS}, {_SIGNALLED}, {_READER_LEFT}",
     "approve": f"0 decided, {_UNWRITTEN} (the decision was recorded), 2 usage error, an "
     "unknown or already decided request, an invalid edit, or a journal that cannot be "
-    f"written, {_READER_LEFT}",
+    f"written, {_SIGNALLED} (the decision recorded whole or not at all), {_READER_LEFT}",
     "mcp": "0 stopped (the client closed stdin, or SIGTERM), 1 the server failed, 2 usage or "
-    "config error (a team that cannot start too), 130 interrupted",
+    f"config error (a team that cannot start too), {_SERVER_SIGNALS}",
     "serve": "0 stopped (SIGTERM), 2 usage or config error (a team that cannot start, a port "
-    "in use too), 130 interrupted",
+    f"in use too), {_SERVER_SIGNALS}",
     "validate": f"0 the file is good (a summary of the team follows), {_UNWRITTEN}, 2 it "
-    f"is not (the error names the file, the line and the key), 130 interrupted, {_READER_LEFT}",
+    f"is not (the error names the file, the line and the key), {_SIGNALLED}, {_READER_LEFT}",
 }
 
 # What to say when an option of one command is given to another.

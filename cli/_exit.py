@@ -27,6 +27,7 @@ __all__ = (
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "LastWords",
+    "Terminated",
     "interrupted",
     "leave_now",
     "reader_left",
@@ -34,6 +35,7 @@ __all__ = (
     "slow_stop_notice",
     "stand_in_for_closed_streams",
     "stdout_closed",
+    "terminated_raises",
     "wait_for_tool_threads",
     "was_closed",
     "watch_signals",
@@ -94,6 +96,27 @@ def interrupted(exc: BaseException) -> bool:
     imported a team file's modules, say): alone, or all of an exception group, as trio
     raises it out of the task group it landed in."""
     return all_of(exc, KeyboardInterrupt)
+
+
+class Terminated(BaseException):  # a signal, as KeyboardInterrupt is
+    """A SIGTERM while the command watches no signal of its own (``validate``, importing a
+    team file's modules): it ends the command as Ctrl-C does there, exit 143."""
+
+
+def terminated_raises(work: Callable[[], int]) -> int:
+    """``work()``, a SIGTERM meanwhile raising :class:`Terminated` in it (Python's own
+    handling ended the process without a word); in the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        return work()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def stand_in_for_closed_streams(*names: str) -> None:

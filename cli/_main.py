@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 import anyio
 
 from regiment._logging import SDK_LOGGERS, level_for, logging_to
-from regiment._signals import leave_on_signal
+from regiment._signals import EXIT_TERMINATED, leave_on_signal
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
 from regiment.cli._codes import (
@@ -56,12 +56,14 @@ from regiment.cli._codes import (
 from regiment.cli._exit import (
     EXIT_INTERRUPTED,
     LastWords,
+    Terminated,
     interrupted,
     reader_left,
     signal_exit_code,
     slow_stop_notice,
     stand_in_for_closed_streams,
     stdout_closed,
+    terminated_raises,
     wait_for_tool_threads,
     watch_signals,
 )
@@ -98,11 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:
         if reader_left(exc):
             return stdout_closed()
-        if not interrupted(exc):
+        if not interrupted(exc) and not isinstance(exc, Terminated):
             raise
         # Before the signal watcher was up (validate, a team file's imports): no traceback.
         print("regiment: interrupted", file=sys.stderr)
-        code = EXIT_INTERRUPTED
+        code = EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
     wait_for_tool_threads(code)
     return code
 
@@ -117,7 +119,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "validate":
         # Reading a file and importing its tools needs no event loop, so no asyncio and
         # no anyio backend get imported for it (issue #22).
-        return validate_command(args, sys.stdout, sys.stderr)
+        validating = functools.partial(validate_command, args, sys.stdout, sys.stderr)
+        return terminated_raises(validating)
     backend = getattr(args, "backend", "asyncio")
     run = functools.partial(
         _dispatch,

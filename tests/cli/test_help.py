@@ -82,8 +82,8 @@ def test_validate_s_help_says_what_a_bad_file_exits_with(
     assert shown.endswith(
         "exit codes: 0 the file is good (a summary of the team follows), 1 what it prints "
         "could not be written (a full disk, a closed stdout), 2 it is not (the error names "
-        "the file, the line and the key), 130 interrupted, 141 its reader closed stdout "
-        "(`| head`)"
+        "the file, the line and the key), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), "
+        "141 its reader closed stdout (`| head`)"
     )
 
 

@@ -161,3 +161,41 @@ def _said_how_to_check(err: str, run_id: str, journal: str) -> None:
         "while it waits"
     )
     assert "Traceback" not in err
+
+
+_WAITING = b"SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+
+
+def _new_lock_waiter(url: str, before: set[int]) -> set[int]:
+    """Return, once a session not in ``before`` waits for a lock, the ones waiting (a
+    killed command's session waits on: the server notices its client left only then)."""
+    with psycopg.connect(url, autocommit=True) as watcher:
+        while True:
+            waiting = {row[0] for row in watcher.execute(_WAITING).fetchall()}
+            if waiting - before:
+                return waiting
+            time.sleep(0.05)
+
+
+def test_a_read_on_a_locked_postgresql_journal_leaves_at_once(postgres_url: str) -> None:
+    # Their --help lists 130 and 143 (tests/cli/test_help_exits.py): here each is reached.
+    url = f"{postgres_url}%20-clock_timeout%3D0"
+    run_id, _ = _paused_run(url)
+    reads = {"runs": [], "show": [run_id], "approvals": [run_id]}
+    waiting: set[int] = set()
+    with _postgres_locked(url):
+        for command, more in reads.items():
+            for sent, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+                argv = [sys.executable, "-m", "regiment", command, *more, "--journal", url]
+                with subprocess.Popen(
+                    argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+                ) as child:
+                    try:
+                        waiting = _new_lock_waiter(url, waiting)
+                        child.send_signal(sent)
+                        out, err = child.communicate(timeout=60)
+                    finally:
+                        child.kill()
+                assert (command, child.returncode) == (command, code), err
+                assert err.splitlines()[-1] == "regiment: interrupted", err
+                assert out == ""
