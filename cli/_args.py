@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from regiment._version import __version__
 from regiment.cli._approvals import add_approval_commands
 from regiment.cli._journal_cmds import add_journal_commands, add_journal_option, journal_value
+from regiment.cli._journal_cmds import whole_number as _whole_number
 from regiment.errors import ConfigError
 
 __all__ = ("parse", "parser", "session_of")
@@ -31,8 +32,7 @@ _RUN_EXITS = (
 _UNWRITTEN = "1 what it prints could not be written (a full disk, a closed stdout)"
 _READ_EXITS = f"0 done, {_UNWRITTEN}, 2 usage error or a journal that cannot be read"
 _SERVER_SIGNALS = "130 interrupted (Ctrl-C), 143 a second signal that was a SIGTERM"
-# Each command's --help ends with what its exit codes mean (tests/cli/test_help_exits.py
-# checks each is one the command can end with).
+# Each command's --help ends with what its exit codes mean (test_help_exits.py checks).
 _EXITS = {
     "run": _RUN_EXITS,
     "resume": _RUN_EXITS,
@@ -287,7 +287,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--keep-runs",
         metavar="N",
-        type=int,
+        type=_whole_number,
         help="ended runs kept in memory (default 1000; the journal keeps them all)",
         action=_Once,
     )

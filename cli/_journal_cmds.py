@@ -37,6 +37,7 @@ __all__ = (
     "limit_count",
     "no_run",
     "open_cli_journal",
+    "whole_number",
     "resume_hint",
     "runs_command",
     "said",
@@ -82,6 +83,14 @@ def limit_count(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
     return int(text)
+
+
+def whole_number(text: str) -> int:
+    """A count given as a whole number (``--keep-runs``; its range is checked later)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
 def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -53,7 +53,10 @@ def add_import_root(app_dir: str | None) -> None:
             "team file's module:attribute paths are imported from"
         )
     if app_dir is not None and not Path(app_dir).is_dir():
-        raise ConfigError(f"--app-dir {app_dir}: no such directory")
+        raise ConfigError(
+            f"--app-dir {app_dir}: no such directory; give the directory the team file's "
+            "module:attribute paths are imported from (default: the current one)"
+        )
     root = str(Path(app_dir or ".").resolve())
     if root not in sys.path:
         sys.path.insert(0, root)

@@ -66,7 +66,7 @@ def read_team_file(file: Path, source: str) -> bytes:
         with file.open("rb") as opened:
             data = opened.read(MAX_BYTES + 1)
     except OSError as exc:
-        raise ConfigError(f"{source}: cannot read the team file: {exc.strerror or exc}") from exc
+        raise ConfigError(f"{source}: cannot read the team file: {_why_not(exc)}") from exc
     if len(data) > MAX_BYTES:
         raise ConfigError(
             f"{source}: the team file is larger than {MAX_BYTES:,} bytes; a team file is a "
@@ -286,3 +286,13 @@ def _spell(trail: _Trail) -> str:
 def _short(path: str) -> str:
     """A path down to the depth limit can be long; the start locates it."""
     return path if len(path) <= 80 else path[:77] + "..."
+
+
+def _why_not(exc: OSError) -> str:
+    """Why a team file could not be read, and what to give instead."""
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return f"{reason}; check the path (a relative one is read from {Path.cwd()})"
+    if isinstance(exc, IsADirectoryError):
+        return f"{reason}; give the path of the .toml or .yaml file in it"
+    return reason

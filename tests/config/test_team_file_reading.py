@@ -82,5 +82,6 @@ def test_a_file_at_the_limit_and_a_link_to_a_file_are_read(tmp_path: Path) -> No
 def test_a_directory_still_says_so(tmp_path: Path) -> None:
     folder = tmp_path / "team.toml"
     folder.mkdir()
-    with pytest.raises(ConfigError, match=r"cannot read the team file: Is a directory$"):
+    said = r"cannot read the team file: Is a directory; give the path of the \.toml or \.yaml file in it$"
+    with pytest.raises(ConfigError, match=said):
         load_config(folder)
