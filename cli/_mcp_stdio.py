@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import stat
 from collections.abc import AsyncIterator, Iterator
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ("serve_stdio", "serve_streams")
 
 _CHUNK = 65536
+
+logger = logging.getLogger("regiment.mcp")
 
 
 async def serve_stdio(server: SDKServer, stop: anyio.Event, calls: Calls) -> None:
@@ -161,6 +164,12 @@ class _Lines:
 
     def _read_one(self, line: str) -> str:
         message = _message(line)
+        if not message and line.strip():  # the SDK drops it, saying so only at DEBUG
+            logger.warning(
+                "a line from the client is not a JSON-RPC message (a JSON object), so it "
+                "was dropped unanswered: %.80r; a client writes one JSON object a line",
+                line.rstrip("\n"),
+            )
         params = message.get("params")
         if message.get("method") == "notifications/cancelled" and isinstance(params, dict):
             cancelled = str(params.get("requestId"))  # never answered, so not waited for
