@@ -6,6 +6,7 @@ import os
 import threading
 from collections.abc import Mapping
 from typing import TextIO, final
+from urllib.parse import urlsplit
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -77,14 +78,18 @@ _DEFAULT = "http://localhost:4318/v1/traces"  # where configure_tracing sends by
 def collector_hint(endpoint: str, environ: Mapping[str, str] | None = None) -> str:
     """What to do when no collector took the spans sent to ``endpoint``: start one there,
     or name another through the variable that chose it (``environ``: ``os.environ``,
-    which ``configure_tracing`` read), or trace nothing."""
+    which ``configure_tracing`` read), or trace nothing. An endpoint that is no URL
+    (``localhost:4318``, without its scheme) is said to be that, not a collector's absence."""
     env = os.environ if environ is None else environ
-    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip():
-        change = "set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (which named it) to your collector's URL"
-    elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
-        change = "set OTEL_EXPORTER_OTLP_ENDPOINT (which named it) to your collector's base URL"
+    named = next((v for v in _VARIABLES if env.get(v, "").strip()), None)
+    url = urlsplit(endpoint)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        fix = f"set {named or _VARIABLES[1]} to one, such as http://localhost:4318"
+        return f"that is no http:// or https:// URL with a host: {fix}; --trace none sends nothing"
+    if named is None:
+        change = f"point {_VARIABLES[1]} at yours (http://HOST:4318)"
     else:
-        change = "point OTEL_EXPORTER_OTLP_ENDPOINT at yours (http://HOST:4318)"
+        change = f"set {named} (which named it) to your collector's {_WHAT[named]}"
     start = (
         "start one there (Jaeger: docker run --rm -p 4318:4318 -p 16686:16686 "
         "jaegertracing/all-in-one:latest)"
@@ -92,6 +97,10 @@ def collector_hint(endpoint: str, environ: Mapping[str, str] | None = None) -> s
         else "start one there"
     )
     return f"is a collector listening? {start}, or {change}; --trace none sends nothing"
+
+
+_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")  # as read
+_WHAT = {_VARIABLES[0]: "URL", _VARIABLES[1]: "base URL"}
 
 
 def _sdk_disabled() -> bool:

@@ -82,3 +82,37 @@ async def test_serve_says_what_to_do_when_its_traces_were_refused(
     last = lines[-1]  # the command's own line at the end (a WARNING may come before it)
     assert last.startswith(f"regiment: could not export traces to {refused}/v1/traces: "), last
     assert "start one there, or set OTEL_EXPORTER_OTLP_ENDPOINT (which named it)" in last
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "tried"),
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "localhost:4318/v1/traces"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://", "http://"),
+    ],
+    ids=["no-scheme", "no-host"],
+)
+def test_an_endpoint_that_is_no_url_is_said_to_be_one(
+    variable: str, value: str, tried: str
+) -> None:
+    # "is a collector listening? start one there" was the advice for `localhost:4318`.
+    hint = collector_hint(tried, {variable: value})
+    assert hint == (
+        f"that is no http:// or https:// URL with a host: set {variable} to one, such as "
+        "http://localhost:4318; --trace none sends nothing"
+    )
+
+
+async def test_a_run_whose_endpoint_has_no_scheme_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")
+    err = io.StringIO()
+    argv = ["run", REFUND, GOAL, "--trace", "jaeger", "--app-dir", str(ROOT), "--no-journal"]
+    code = await run_async(argv, stdout=io.StringIO(), stderr=err, environ={})
+    assert code == 0, err.getvalue()
+    (line,) = _export_lines(err.getvalue())
+    assert line.endswith(
+        "that is no http:// or https:// URL with a host: set OTEL_EXPORTER_OTLP_ENDPOINT to "
+        "one, such as http://localhost:4318; --trace none sends nothing"
+    ), line
