@@ -10,15 +10,14 @@ serves, one line each."""
 
 from __future__ import annotations
 
-import io
 import logging
+import re
 from pathlib import Path
 
 import anyio
 import pytest
 
-from regiment.cli import run_async
-from tests.serve.cli_serving import Log
+from tests.serve.cli_serving import MCP_LISTENING, Log, in_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
@@ -37,58 +36,32 @@ def _state() -> _State:
     }
 
 
-class _Said(io.StringIO):
-    """stderr that sets ``ready`` once ``regiment mcp --http`` says where it serves, and
-    keeps its port."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ready = anyio.Event()
-        self.port = 0
-
-    def write(self, text: str) -> int:
-        if "regiment: serving team" in text:
-            self.port = int(text.rsplit(":", 1)[1].split("/", 1)[0])
-            self.ready.set()
-        return super().write(text)
-
-
-async def _served(argv: list[str], err: Log | _Said) -> str:
+async def _served(argv: list[str], err: Log) -> str:
     """Run ``argv`` in this process until it listens, send it a request that is not
     HTTP (uvicorn warns of it), stop it; its stderr."""
-    stop = anyio.Event()
-    async with anyio.create_task_group() as tg:
-
-        async def serve() -> None:
-            code = await run_async(
-                argv, stdout=io.StringIO(), stderr=err, environ={}, interrupt=stop
-            )
-            assert code == 0, err.getvalue()
-
-        tg.start_soon(serve)
-        with anyio.fail_after(20):  # a serve whose "Uvicorn running on" was never logged
-            await err.ready.wait()
-        async with await anyio.connect_tcp("127.0.0.1", err.port) as garbage:
-            await garbage.send(b"\x00\x01 not http\r\n\r\n")
-            with anyio.fail_after(30):
-                await garbage.receive()  # uvicorn's 400: it has logged its warning
-        stop.set()
+    async with (
+        in_process(argv, err),
+        await anyio.connect_tcp("127.0.0.1", err.port) as garbage,
+    ):
+        await garbage.send(b"\x00\x01 not http\r\n\r\n")
+        with anyio.fail_after(30):
+            await garbage.receive()  # uvicorn's 400: it has logged its warning
     return err.getvalue()
 
 
 @pytest.mark.parametrize(
-    ("argv", "err"),
+    ("argv", "listening"),
     [
-        (["mcp", REFUND, "--http", "0", "--model", "scripted"], _Said),
-        (["serve", REFUND, "--port", "0", "--model", "scripted"], Log),
+        (["mcp", REFUND, "--http", "0", "--model", "scripted"], MCP_LISTENING),
+        (["serve", REFUND, "--port", "0", "--model", "scripted"], None),
     ],
     ids=["mcp-http", "serve"],
 )
 async def test_serving_in_process_leaves_the_loggers_as_they_were(
-    argv: list[str], err: type[Log | _Said]
+    argv: list[str], listening: re.Pattern[str] | None
 ) -> None:
     before = _state()
-    said = await _served(argv, err())
+    said = await _served(argv, Log(listening) if listening is not None else Log())
     assert _state() == before
     warned = [line for line in said.splitlines() if "Invalid HTTP request received" in line]
     assert len(warned) == 1, said  # on the command's stderr, once, in regiment's format
@@ -96,6 +69,6 @@ async def test_serving_in_process_leaves_the_loggers_as_they_were(
 
 
 async def test_a_serve_after_mcp_http_still_says_it_listens() -> None:
-    await _served(["mcp", REFUND, "--http", "0", "--model", "scripted"], _Said())
+    await _served(["mcp", REFUND, "--http", "0", "--model", "scripted"], Log(MCP_LISTENING))
     said = await _served(["serve", REFUND, "--port", "0", "--model", "scripted"], Log())
     assert "Uvicorn running on http://127.0.0.1:" in said

@@ -26,8 +26,10 @@ __all__ = (
     "GOAL",
     "REFUND",
     "REGIMENT",
+    "MCP_LISTENING",
     "Log",
     "Served",
+    "in_process",
     "listening_port",
     "serve_and_ask",
     "served",
@@ -48,31 +50,34 @@ def listening_port(text: str) -> int:
     return int(found[1])
 
 
-class Log(io.StringIO):
-    """stderr that sets ``ready`` once uvicorn says it is listening, and keeps the ``port``
-    it says it listens on (the one it took, given ``--port 0``)."""
+MCP_LISTENING = re.compile(r"regiment: serving team '.*' at http://[^\s:]+:(\d+)/mcp")
+"""What ``regiment mcp --http`` says once it listens (for ``Log(MCP_LISTENING)``)."""
 
-    def __init__(self) -> None:
+
+class Log(io.StringIO):
+    """stderr that sets ``ready`` once uvicorn says it is listening (or the server says
+    ``listening``), and keeps the ``port`` it says it listens on (the one it took, given
+    ``--port 0``)."""
+
+    def __init__(self, listening: re.Pattern[str] = _LISTENING) -> None:
         super().__init__()
         self.ready = anyio.Event()
         self.port = 0
+        self._listening = listening
 
     def write(self, text: str) -> int:
-        if "Uvicorn running on" in text:
-            self.port = listening_port(text)
+        found = self._listening.search(text)
+        if found is not None and not self.ready.is_set():
+            self.port = int(found[1])
             self.ready.set()
         return super().write(text)
 
 
 @asynccontextmanager
-async def served(
-    flags: list[str], err: Log | None = None, team: str = REFUND
-) -> AsyncIterator[httpx.AsyncClient]:
-    """``regiment serve`` of the refund team, or of the ``team`` file (``--model scripted``
-    plus ``flags``), and a client of it; the command is stopped on the way out and must
-    exit 0."""
-    err, stop = err or Log(), anyio.Event()
-    argv = ["serve", team, "--port", "0", "--model", "scripted", *flags]
+async def in_process(argv: list[str], err: Log) -> AsyncIterator[None]:
+    """The server command ``argv`` run in this process until ``err.ready`` is set (it
+    listens); stopped on the way out, when it must exit 0. ``err`` is its stderr."""
+    stop = anyio.Event()
     async with anyio.create_task_group() as tg:
 
         async def serve() -> None:
@@ -82,12 +87,28 @@ async def served(
             assert code == 0, err.getvalue()
 
         tg.start_soon(serve)
-        await err.ready.wait()
+        with anyio.fail_after(30):  # a server that never says it listens fails, not hangs
+            await err.ready.wait()
         try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{err.port}") as c:
-                yield c
+            yield
         finally:
             stop.set()
+
+
+@asynccontextmanager
+async def served(
+    flags: list[str], err: Log | None = None, team: str = REFUND
+) -> AsyncIterator[httpx.AsyncClient]:
+    """``regiment serve`` of the refund team, or of the ``team`` file (``--model scripted``
+    plus ``flags``), and a client of it; the command is stopped on the way out and must
+    exit 0."""
+    err = err or Log()
+    argv = ["serve", team, "--port", "0", "--model", "scripted", *flags]
+    async with (
+        in_process(argv, err),
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{err.port}") as c,
+    ):
+        yield c
 
 
 async def serve_and_ask(
