@@ -24,8 +24,10 @@ Exit codes: 0 the run finished (its answer is on stdout), 1 the run failed
 (the reason is on stderr), 2 a usage or config error (its last line on stderr,
 as for every command: ``regiment: error: ...``), 3 the run paused for
 approvals (``regiment approvals RUN_ID`` lists them), 4 another process took the run
-over and finishes it (``regiment show RUN_ID`` follows it), 130 interrupted
-(Ctrl-C cancels the run cleanly and says how far it got).
+over and finishes it (``regiment show RUN_ID`` follows it), 5 stopped unfinished,
+resumable, 130 interrupted (Ctrl-C cancels the run cleanly and says how far it got),
+141 its reader closed stdout, 143 terminated (SIGTERM). Each command's ``--help`` lists
+its own.
 """
 
 from __future__ import annotations
