@@ -13,7 +13,8 @@ Records
     A closed, tagged union of frozen msgspec structs (:data:`Record`), encoded as
     JSON. Each names its ``run_id`` and gets a per-run sequence number, dense from
     1, in append order; ``append`` returns it. :class:`RunCreated` (team, config
-    hash, goal, session, created_at, the :class:`TeamFile` a CLI run came from) is
+    hash, goal, session, created_at, the :class:`TeamFile` a CLI run came from, a
+    :func:`deps_hash` of its deps) is
     always number 1 and :class:`RunFinished`
     the last. Between them: :class:`RunResumed` (each time a process takes the
     run over to finish it), :class:`PlanVersion`, :class:`StepDispatched` (intent)
@@ -156,6 +157,7 @@ __all__ = (
     "TeamFile",
     "ToolCallFinished",
     "ToolCallStarted",
+    "deps_hash",
     "describe_owner",
     "find_approval",
     "heartbeat",
@@ -211,6 +213,7 @@ _LAZY_NAMES = LazyNames(
             "TeamFile",
             "ToolCallFinished",
             "ToolCallStarted",
+            "deps_hash",
         ),
         "regiment.journal._views": (
             "CommittedStep",
@@ -258,6 +261,7 @@ if TYPE_CHECKING:
         TeamFile,
         ToolCallFinished,
         ToolCallStarted,
+        deps_hash,
     )
     from regiment.journal._requests import find_approval
     from regiment.journal._sqlite import SqliteJournal

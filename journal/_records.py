@@ -9,6 +9,7 @@ imports the engine, so the arrow points one way (hierarchy -> journal).
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Literal, TypeAlias
 
@@ -35,6 +36,7 @@ __all__ = (
     "TeamFile",
     "ToolCallFinished",
     "ToolCallStarted",
+    "deps_hash",
 )
 
 FinalStatus: TypeAlias = Literal["completed", "partial", "failed", "cancelled"]
@@ -74,6 +76,9 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
             records it); ``None`` for a team built in code, and in older journals.
         parent: for the run of a nested team (a ``TeamWorker``'s step), the run whose
             step it serves; ``None`` for a top-level run (see ``nested_run_id``).
+        deps_hash: :func:`deps_hash` of the run's deps (never the deps: they may hold
+            secrets), so a retried request can be told from another; ``None`` for deps that
+            are not JSON data, and in older journals.
     """
 
     team: str
@@ -85,6 +90,27 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
     trace_parent: str | None = None
     team_file: TeamFile | None = None
     parent: str | None = None
+    deps_hash: str | None = None
+
+
+_JSON_DATA = (dict, list, str, int, float, bool)
+_NO_DEPS = hashlib.sha256(b"null").hexdigest()
+
+
+def deps_hash(deps: object) -> str | None:
+    """The SHA-256 (hex) of ``deps``' canonical JSON (object keys sorted, no spaces), when
+    they encode as JSON (``None``; a dict with string keys, a list, a string, a number or a
+    bool, holding what msgspec encodes); ``None`` for anything else (a client, a connection
+    pool): equal hashes, equal deps. What ``RunCreated.deps_hash`` holds."""
+    if deps is None:  # (most runs: no encoding)
+        return _NO_DEPS
+    if not isinstance(deps, _JSON_DATA):
+        return None
+    try:
+        encoded = msgspec.json.encode(deps, order="sorted")
+    except (TypeError, ValueError, RecursionError):  # not JSON data inside: not recorded
+        return None
+    return hashlib.sha256(encoded).hexdigest()
 
 
 class RunResumed(_Base, frozen=True, kw_only=True, tag="run_resumed"):

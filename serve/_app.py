@@ -57,7 +57,7 @@ from ._http import (
     under,
 )
 from ._journaled import unfinished
-from ._keys import Keyed, check_same, deps_hash, idempotency_key, keyed_run_id
+from ._keys import Keyed, check_same, idempotency_key, keyed_run_id
 from ._live import LiveTap
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import open_runs
@@ -209,15 +209,15 @@ async def _post_keyed(s: Service, request: Request, body: NewRun, key: str, wait
     try:
         keyed, record = s.keys.get(key), await s.find(run_id)
         if keyed is None and record is not None:  # started before a restart, or elsewhere
-            keyed = Keyed(run_id, record.goal, record.session, None)
+            keyed = Keyed(run_id, record.goal, record.session, record.deps_hash)
         if keyed is not None:
             check_same(key, keyed, body, under(request, f"/runs/{run_id}"))
         replayed = keyed is not None
         if record is None and not replayed:
             record = await _start(s, request, body, run_id)
-            keyed = Keyed(run_id, body.goal, body.session, deps_hash(body))
+            keyed = Keyed.posted(run_id, body)
             if replayed := s.store.get(run_id) is not record:  # another process's, just now
-                keyed = Keyed(run_id, record.goal, record.session, None)  # (its deps unknown)
+                keyed = Keyed(run_id, record.goal, record.session, record.deps_hash)
                 check_same(key, keyed, body, under(request, f"/runs/{run_id}"))
             s.keys.remember(key, keyed)
     finally:

@@ -58,8 +58,8 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
     record = _from_info(info)
     for entry in entries:
         match entry.record:
-            case RunCreated(session=session):
-                record.session = session
+            case RunCreated(session=session, deps_hash=deps):
+                record.session, record.deps_hash = session, deps
             case EventRecorded() as recorded:
                 if (event := _readable(record, recorded)) is None:
                     continue

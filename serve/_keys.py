@@ -5,9 +5,10 @@ A keyed run's id is derived from its key (``keyed_run_id``), so the journal hold
 with the run's creation, in the same durable write: after a crash, a restart, or in another
 process sharing the journal, the key still finds its run (the journal refuses a second run
 under that id). What a key was used for (the goal, the session and a hash of the deps)
-is kept in memory for the service's life (the latest ``KEPT_KEYS`` keys), and the goal and
-session in the journal with the run (deps are not journaled: after a restart they are not
-compared)."""
+is kept in memory for the service's life (the latest ``KEPT_KEYS`` keys), and in the
+journal with the run (``RunCreated``: the goal, the session and ``deps_hash``, never the
+deps): after a restart, or in another process, a retry is compared with all three (a run
+from a journal older than ``deps_hash``: with its goal and session)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,19 @@ import msgspec
 from starlette.requests import Request
 
 from regiment._text import shown
+from regiment.journal import deps_hash
 
 from ._http import ApiError, NewRun
 
-__all__ = ("KEPT_KEYS", "KEY_CHARS", "Keyed", "Keys", "idempotency_key", "keyed_run_id")
+__all__ = (
+    "KEPT_KEYS",
+    "KEY_CHARS",
+    "Keyed",
+    "Keys",
+    "check_same",
+    "idempotency_key",
+    "keyed_run_id",
+)
 
 KEY_HEADER = "idempotency-key"
 KEY_MAX = 255
@@ -52,12 +62,6 @@ def keyed_run_id(key: str) -> str:
     return f"run-key-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
 
 
-def deps_hash(body: NewRun) -> str:
-    """A hash of the request's deps (not the deps themselves: they may hold secrets)."""
-    encoded = msgspec.json.encode(body.deps, order="sorted")
-    return hashlib.sha256(encoded).hexdigest()
-
-
 @final
 class Keyed(msgspec.Struct, frozen=True):
     """What a key was first used for."""
@@ -65,7 +69,11 @@ class Keyed(msgspec.Struct, frozen=True):
     run_id: str
     goal: str
     session: str | None
-    deps: str | None  # ``deps_hash``; ``None``: not known (read from the journal)
+    deps: str | None  # ``deps_hash``; ``None``: not known (a journal older than it)
+
+    @classmethod
+    def posted(cls, run_id: str, body: NewRun) -> Keyed:
+        return cls(run_id, body.goal, body.session, deps_hash(body.deps))
 
 
 @final
@@ -107,7 +115,7 @@ def check_same(key: str, keyed: Keyed, body: NewRun, listed: str) -> None:
         for name, same in (
             ("goal", keyed.goal == body.goal),
             ("session", keyed.session == body.session),
-            ("deps", keyed.deps is None or keyed.deps == deps_hash(body)),
+            ("deps", keyed.deps is None or keyed.deps == deps_hash(body.deps)),
         )
         if not same
     ]

@@ -53,6 +53,8 @@ class RunRecord:
     """The followers of the run's live progress (``GET .../events?live=true``)."""
     notes: list[str] = field(default_factory=list)
     """What of the run's journal could not be read, and why (``GET /runs/{id}``'s ``not_shown``)."""
+    deps_hash: str | None = None
+    """Read back from the journal: its ``RunCreated.deps_hash`` (``None``: not known)."""
 
 
 def cancelled(run_id: str, got: RunResult | None = None) -> RunFailed:

@@ -40,6 +40,7 @@ from regiment.journal import (
     RunCreated,
     RunResumed,
     TeamFile,
+    deps_hash,
     heartbeat,
 )
 from regiment.journal import RunFinished as JournalFinished
@@ -155,6 +156,7 @@ class RunJournal(Replaying):
             trace_parent=trace[1],
             team_file=team_file,
             parent=parent,
+            deps_hash=deps_hash(deps),
         )
         if top is None:  # (a top run's: asked as of old, so journals without ``above`` work)
             lease = await journal.create_run(created, owner=owner, ttl=ttl)
