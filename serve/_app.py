@@ -63,6 +63,7 @@ from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import open_runs
 from ._service import Service
 from ._views import approval_view, decided_view, not_decided, run_listed
+from ._waits import waited
 
 __all__ = ("LIST_LIMIT", "create_app")
 
@@ -283,8 +284,8 @@ async def _answer(
         return json_response(
             ticketed(view, s.token, record.run_id), 200 if replayed else 202, headers
         )
-    await s.live().wait(record, request.receive, cancels=replayed is None)
-    return json_response(await s.view(await s.latest(record), at), 200, said or None)
+    record = await waited(s, record, request.receive, cancels=replayed is None)
+    return json_response(await s.view(record, at), 200, said or None)
 
 
 async def _new_run(request: Request) -> NewRun:

@@ -1,0 +1,80 @@
+"""A ``?wait=true`` request's wait for its run's end, wherever the run runs.
+
+A run this process drives is waited for on its record (``Runs.wait``). A run another
+process runs (one sharing the journal: a keyed retry of a post that process took, or a
+run it took over from this one) tells this process nothing as it goes, so its status is
+read from the journal every ``POLL`` s until it is no longer ``running`` (ended, paused,
+or stalled: its process stopped), or this process runs it now (a resume here), or the
+client hangs up: that ends the wait, never the run (it is not this process's to cancel).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+
+import anyio
+
+from ._registry import RunRecord
+from ._service import Service
+
+__all__ = ("POLL", "waited")
+
+log = logging.getLogger("regiment.serve")
+
+POLL = 0.5
+"""Seconds between two reads of the status of a run another process runs, while a
+``?wait=true`` request waits for it (one light query each)."""
+
+Receive = Callable[[], Awaitable[MutableMapping[str, object]]]
+
+
+async def waited(s: Service, record: RunRecord, receive: Receive, *, cancels: bool) -> RunRecord:
+    """The run of ``record`` once it has ended (or paused, or stalled), or as it is once the
+    request's client has left (``cancels``: that cancels a run this process drives)."""
+    runs = s.live()
+    await runs.wait(record, receive, cancels=cancels)
+    latest = await s.latest(record)
+    while _elsewhere(s, latest) and await _watched(s, latest.run_id, receive):
+        latest = await s.find(latest.run_id) or latest
+        await runs.wait(latest, receive, cancels=False)  # resumed here since: not this post's
+        latest = await s.latest(latest)
+    return latest
+
+
+def _elsewhere(s: Service, record: RunRecord) -> bool:
+    """Whether ``record`` is the journal's view of a run another process runs now."""
+    return (
+        s.journal is not None
+        and record.status == "running"
+        and s.store.get(record.run_id) is not record
+        and (s.runs is None or s.runs.resuming(record.run_id) is None)
+    )
+
+
+async def _watched(s: Service, run_id: str, receive: Receive) -> bool:
+    """Poll the journal until the run is not ``running`` elsewhere any more: ``True``; or
+    until the client hangs up: ``False``."""
+    assert s.journal is not None
+    journal, left = s.journal, False
+    log.debug("a request waits for a run another process runs", extra={"run_id": run_id})
+    async with anyio.create_task_group() as tg:
+
+        async def hang_up() -> None:
+            nonlocal left
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            left = True
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(hang_up)
+        while not left:
+            await anyio.sleep(POLL)
+            info = await journal.get_run(run_id)
+            resuming = s.runs is not None and s.runs.resuming(run_id) is not None
+            if info.status != "running" or resuming or s.store.get(run_id) is not None:
+                break
+        tg.cancel_scope.cancel()
+    if left:
+        log.debug("a waiting request's client left; the run goes on", extra={"run_id": run_id})
+    return not left

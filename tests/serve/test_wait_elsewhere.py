@@ -1,0 +1,112 @@
+"""A keyed ``POST /runs?wait=true`` retry sent to a service whose run another service
+(sharing its journal) runs waits for that run's end, read from the journal, instead of
+answering it as it is; its client hanging up ends that wait, not the run. On a real
+SQLite file and a real PostgreSQL server, under real uvicorn."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from examples.service.serving import serving
+from regiment.serve import create_app
+from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+SLOW = plan_json(step("s1", "slow", "slow 1"))
+GOAL = {"goal": "slow order 1"}
+KEY = {"Idempotency-Key": "slow-1"}
+
+
+class _Said(logging.Handler):
+    """Sets ``heard`` once the service logs ``words`` (its requests run in this process)."""
+
+    def __init__(self, words: str, heard: anyio.Event) -> None:
+        super().__init__(logging.DEBUG)
+        self.words, self.heard = words, heard
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.heard.set()
+
+
+@contextmanager
+def _hearing(words: str, heard: anyio.Event) -> Iterator[None]:
+    logger, handler = logging.getLogger("regiment.serve"), _Said(words, heard)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+async def test_a_retry_waits_for_the_run_another_service_runs(journal: str) -> None:
+    shop = Shop()
+    async with (
+        serving(create_app(shop_team(shop, SLOW), journal=journal)) as one,
+        serving(create_app(shop_team(shop, SLOW), journal=journal)) as two,
+        httpx.AsyncClient(timeout=60) as c,
+    ):
+        posted = await c.post(f"{one}/runs", json=GOAL, headers=KEY)
+        assert posted.status_code == 202, posted.text
+        run_id = posted.json()["run_id"]
+        moved = anyio.Event()  # the retry waits (it said so), or it answered (as it was)
+        answers: list[httpx.Response] = []
+
+        async def retry() -> None:
+            answers.append(await c.post(f"{two}/runs?wait=true", json=GOAL, headers=KEY))
+            moved.set()
+
+        with _hearing("waits for a run another process runs", moved):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(retry)
+                await moved.wait()
+                assert not answers, answers[0].text  # it waits, not answers it running
+                shop.release.set()
+        (answer,) = answers
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["idempotent-replayed"] == "true"
+        assert (answer.json()["run_id"], answer.json()["status"]) == (run_id, "completed")
+        assert answer.json()["answer"], answer.json()
+    assert shop.slow_done == ["slow 1"]  # once: the retry started nothing
+
+
+async def test_a_waiting_retry_that_hangs_up_leaves_the_run_going(journal: str) -> None:
+    shop = Shop()
+    async with (
+        serving(create_app(shop_team(shop, SLOW), journal=journal)) as one,
+        serving(create_app(shop_team(shop, SLOW), journal=journal)) as two,
+        httpx.AsyncClient(timeout=60) as c,
+    ):
+        posted = await c.post(f"{one}/runs", json=GOAL, headers=KEY)
+        run_id = posted.json()["run_id"]
+        waiting, left = anyio.Event(), anyio.Event()
+        with (
+            _hearing("waits for a run another process runs", waiting),
+            _hearing("a waiting request's client left; the run goes on", left),
+        ):
+            async with anyio.create_task_group() as tg:
+
+                async def hanging() -> None:
+                    said = await c.post(f"{two}/runs?wait=true", json=GOAL, headers=KEY)
+                    pytest.fail(f"answered at once: {said.text}")
+
+                tg.start_soon(hanging)
+                await waiting.wait()
+                tg.cancel_scope.cancel()  # the client hangs up
+            await left.wait()  # the service stopped waiting for it
+        view = (await c.get(f"{two}/runs/{run_id}")).json()
+        assert view["status"] == "running", view  # not cancelled
+        shop.release.set()
+        done = await c.post(f"{one}/runs?wait=true", json=GOAL, headers=KEY)
+        assert (done.json()["run_id"], done.json()["status"]) == (run_id, "completed")
+    assert shop.slow_done == ["slow 1"]
