@@ -40,8 +40,7 @@ async def cancel_run(s: Service, request: Request) -> Response:
         try:  # (stalled mid-work: ended from its journal alone, nothing of it run again)
             cancelled = await s.cancel_paused(run_id)
         except LeaseHeld as exc:  # stalled mid-work, and another process took it up since
-            detail = f"run {run_id} is no longer stalled: {exc}. If it runs there, cancel it there"
-            raise ApiError(409, "cannot cancel", detail) from exc
+            raise ApiError(409, "cannot cancel", _taken_up(run_id, exc)) from exc
         # A resume here that took the run's lease first: it is live now, cancel it
         cancelled = cancelled or runs.cancel(run_id)
     body: dict[str, object] = {"run_id": run_id, "cancelling": cancelled}
@@ -82,21 +81,33 @@ def _why_not(
     if record.status == "paused" or (record.status == "stalled" and paused):
         detail = (  # cancel_paused could not take its lease: held by a decision or a resume
             f"run {run_id} is paused, and another process holds it now (resuming it, or "
-            f"recording a decision on it): post the cancel again; if it runs there, cancel it "
-            f"there. {shows}"
+            f"recording a decision on it): post the cancel again, here if the run is still "
+            f"paused, else to the service of the process that resumed it. {shows}"
         )
         raise ApiError(409, "cannot cancel", detail)
     if record.status == "stalled":  # not paused, and not ended by cancel_paused: taken up
         detail = (
             f"run {run_id} was stalled mid-work, and another process took it up as the "
-            f"cancel came: if it runs there, cancel it there; else post the cancel again. {shows}"
+            f"cancel came: post the cancel again, to the service of that process if it runs "
+            f"the run now, else here. {shows}"
         )
         raise ApiError(409, "cannot cancel", detail)
     detail = (
         f"run {run_id} is {record.status} in another process that shares this service's "
-        f"journal: cancel it there. {shows}"
+        f"journal: post the cancel to the service of that process. {shows}"
     )
     return {"detail": detail}
+
+
+def _taken_up(run_id: str, held: LeaseHeld) -> str:
+    """What a cancel of a stalled run that another process took up as it came says: who
+    holds it (the journal's words before its advice, which is a resume's: wait or retry)
+    and the one thing to do."""
+    holder = str(held).partition(": ")[0]  # (run ids and owners have no ": ")
+    return (
+        f"run {run_id} is no longer stalled: another process took it up just as this cancel "
+        f"came ({holder}); to cancel it, post the cancel to the service of that process"
+    )
 
 
 def _outcome(ending: RunCompleted | RunFailed) -> str:
