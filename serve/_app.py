@@ -37,7 +37,7 @@ from regiment.journal import (
 from regiment.telemetry import joined_trace
 
 from ._cancels import cancel_run
-from ._checks import check_lease_ttl, check_seconds
+from ._checks import check_lease_ttl, check_seconds, check_token_text
 from ._follow import Following
 from ._http import (
     ApiError,
@@ -136,8 +136,7 @@ def create_app(
 
 def _check(team: Team | RunningTeam, token: str | None, keepalive: float) -> None:
     """``create_app``'s arguments, checked before anything starts (see its Raises)."""
-    if token is not None and not token.strip():
-        raise ConfigError("the token is empty; pass a secret, or None for no auth")
+    check_token_text(token, "the token")
     check_seconds("keepalive", keepalive)  # else every event stream failed with a 500
 
 

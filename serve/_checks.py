@@ -7,7 +7,7 @@ import math
 from regiment.errors import ConfigError
 from regiment.hierarchy import RunningTeam, Team
 
-__all__ = ("check_lease_ttl", "check_seconds")
+__all__ = ("check_lease_ttl", "check_seconds", "check_token_text")
 
 
 def check_lease_ttl(
@@ -53,3 +53,33 @@ def check_seconds(name: str, seconds: object) -> None:
         or seconds <= 0
     ):
         raise ConfigError(f"{name} must be a finite number of seconds > 0; got {seconds!r}")
+
+
+def check_token_text(token: str | None, given: str) -> None:
+    """Refuse a token no request can send (``given``: how it was given, for the message).
+
+    An ``Authorization`` header carries visible ASCII and inner spaces only, and servers
+    strip what surrounds it: with a token ending in a newline (read from a file), or one
+    with a non-ASCII letter, every request was refused 401, and nothing said why.
+
+    Raises:
+        ConfigError: the token is blank, has whitespace around it, or a character
+            outside visible ASCII.
+    """
+    if token is None:
+        return
+    if not token.strip():
+        raise ConfigError(f"{given} is empty; give a secret, or leave it out to serve without one")
+    if token != token.strip():
+        raise ConfigError(
+            f"{given} has whitespace around it ({token!r}), which an HTTP header cannot "
+            "carry, so every request would be refused: strip it (a token read from a "
+            "file ends with its newline: .read_text().strip())"
+        )
+    bad = next((c for c in token if not " " <= c <= "~"), None)
+    if bad is not None:
+        raise ConfigError(
+            f"{given} holds {bad!r}: a token travels in an HTTP header, which carries only "
+            "visible ASCII characters and spaces; use a secret made of those (e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe())')"
+        )

@@ -22,7 +22,7 @@ from regiment.hierarchy import Team
 from regiment.journal import Journal, open_journal
 
 from ._app import create_app
-from ._checks import check_lease_ttl
+from ._checks import check_lease_ttl, check_token_text
 from ._registry import KEEP_ENDED, MemoryRunStore, RunStore
 
 if TYPE_CHECKING:
@@ -239,9 +239,10 @@ def _bad_host(host: str, reason: str) -> str:
 
 def _checked(options: ServeOptions, environ: Mapping[str, str]) -> tuple[str | None, RunStore]:
     """The token and the run store the options give, once they check out (``ConfigError``)."""
-    if options.token is not None and not options.token.strip():  # given, but blank
-        raise ConfigError("--token is empty; give a secret, or leave it out to serve without one")
+    check_token_text(options.token, "--token")  # (given, but blank: refused too)
     token = options.token or environ.get("REGIMENT_TOKEN") or None  # an empty variable: unset
+    if options.token is None:
+        check_token_text(token, "$REGIMENT_TOKEN")
     check_bind(options.host, token)
     if options.lease_ttl is not None and options.journal is None:
         raise ConfigError(
