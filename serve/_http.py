@@ -320,6 +320,7 @@ def check_token(request: Request, token: str | None, *, ticket: bool = False) ->
     if token is None:
         return
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    value = value.lstrip(" ")  # (one space or more after the scheme; a token has none)
     if scheme.lower() == "bearer" and hmac.compare_digest(value.encode(), token.encode()):
         return
     if ticket and "ticket" in request.query_params:
@@ -377,6 +378,9 @@ def _not_allowed(request: Request) -> Response:
 
 async def on_api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
+    if exc.status == 401:  # (a 401 names its scheme: RFC 9110, 15.5.2)
+        body = {"error": exc.error, "detail": exc.detail}
+        return json_response(body, 401, {"WWW-Authenticate": 'Bearer realm="regiment"'})
     return error_response(exc.status, exc.error, exc.detail)
 
 

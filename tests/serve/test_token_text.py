@@ -66,3 +66,19 @@ async def test_a_token_with_inner_spaces_is_sent_and_taken() -> None:
         assert taken.status_code == 200, taken.text
         refused = await c.get("/runs", headers={"Authorization": "Bearer two"})
         assert refused.status_code == 401, refused.text
+
+
+async def test_a_401_names_its_scheme_and_spaces_after_the_scheme_are_taken() -> None:
+    # RFC 9110 (15.5.2): a 401 carries WWW-Authenticate; its credentials come after
+    # one space or more (a header typed by hand with two).
+    app = create_app(shop_team(Shop()), token="s3cret")
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as c:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic eDp5"}):
+            refused = await c.get("/runs", headers=headers)
+            assert refused.status_code == 401, refused.text
+            assert refused.headers["www-authenticate"] == 'Bearer realm="regiment"'
+        ticketless = await c.get("/runs/run-1/events?ticket=nope")
+        assert ticketless.status_code == 401, ticketless.text
+        assert ticketless.headers["www-authenticate"] == 'Bearer realm="regiment"'
+        taken = await c.get("/runs", headers={"Authorization": "Bearer   s3cret"})
+        assert taken.status_code == 200, taken.text
