@@ -70,15 +70,22 @@ async def _created(journal: str, run_id: str) -> RunCreated:
     return first
 
 
-async def test_a_retry_after_a_restart_with_other_deps_is_refused(journal: str) -> None:
-    shop = Shop()
+async def _posted(shop: Shop, journal: str) -> str:
+    """The id of the run a first keyed post with ``DEPS`` started (and that completed),
+    its service stopped since."""
     async with (
         serving(create_app(shop_team(shop, PLAN), journal=journal)) as url,
         httpx.AsyncClient(base_url=url) as c,
     ):
         first = await c.post("/runs?wait=true", json=GOAL | {"deps": DEPS}, headers=KEY)
         assert first.status_code == 200, first.text
-        run_id = first.json()["run_id"]
+        run_id: str = first.json()["run_id"]
+    return run_id
+
+
+async def test_a_retry_after_a_restart_with_other_deps_is_refused(journal: str) -> None:
+    shop = Shop()
+    run_id = await _posted(shop, journal)
     created = await _created(journal, run_id)
     canonical = msgspec.json.encode(DEPS, order="sorted")
     assert created.deps_hash == hashlib.sha256(canonical).hexdigest()
@@ -102,13 +109,7 @@ async def test_a_retry_after_a_restart_with_other_deps_is_refused(journal: str) 
 
 async def test_a_run_from_an_older_journal_is_compared_by_goal_and_session(journal: str) -> None:
     shop = Shop()
-    async with (
-        serving(create_app(shop_team(shop, PLAN), journal=journal)) as url,
-        httpx.AsyncClient(base_url=url) as c,
-    ):
-        first = await c.post("/runs?wait=true", json=GOAL | {"deps": DEPS}, headers=KEY)
-        assert first.status_code == 200, first.text
-        run_id = first.json()["run_id"]
+    run_id = await _posted(shop, journal)
     _as_older(journal, run_id)
     assert (await _created(journal, run_id)).deps_hash is None
     async with (

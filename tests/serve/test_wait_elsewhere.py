@@ -59,6 +59,25 @@ async def test_a_retry_waits_for_the_run_another_service_runs(journal: str) -> N
         posted = await c.post(f"{one}/runs", json=GOAL, headers=KEY)
         assert posted.status_code == 202, posted.text
         run_id = posted.json()["run_id"]
+        # A retry whose client hangs up: the wait ends, the run goes on.
+        waiting, left = anyio.Event(), anyio.Event()
+        with (
+            _hearing("waits for a run another process runs", waiting),
+            _hearing("a waiting request's client left; the run goes on", left),
+        ):
+            async with anyio.create_task_group() as tg:
+
+                async def hanging() -> None:
+                    said = await c.post(f"{two}/runs?wait=true", json=GOAL, headers=KEY)
+                    pytest.fail(f"answered at once: {said.text}")
+
+                tg.start_soon(hanging)
+                await waiting.wait()
+                tg.cancel_scope.cancel()  # the client hangs up
+            await left.wait()  # the service stopped waiting for it
+        view = (await c.get(f"{two}/runs/{run_id}")).json()
+        assert view["status"] == "running", view  # not cancelled
+        # A retry that stays: answered once the run has ended in the other service.
         moved = anyio.Event()  # the retry waits (it said so), or it answered (as it was)
         answers: list[httpx.Response] = []
 
@@ -77,36 +96,4 @@ async def test_a_retry_waits_for_the_run_another_service_runs(journal: str) -> N
         assert answer.headers["idempotent-replayed"] == "true"
         assert (answer.json()["run_id"], answer.json()["status"]) == (run_id, "completed")
         assert answer.json()["answer"], answer.json()
-    assert shop.slow_done == ["slow 1"]  # once: the retry started nothing
-
-
-async def test_a_waiting_retry_that_hangs_up_leaves_the_run_going(journal: str) -> None:
-    shop = Shop()
-    async with (
-        serving(create_app(shop_team(shop, SLOW), journal=journal)) as one,
-        serving(create_app(shop_team(shop, SLOW), journal=journal)) as two,
-        httpx.AsyncClient(timeout=60) as c,
-    ):
-        posted = await c.post(f"{one}/runs", json=GOAL, headers=KEY)
-        run_id = posted.json()["run_id"]
-        waiting, left = anyio.Event(), anyio.Event()
-        with (
-            _hearing("waits for a run another process runs", waiting),
-            _hearing("a waiting request's client left; the run goes on", left),
-        ):
-            async with anyio.create_task_group() as tg:
-
-                async def hanging() -> None:
-                    said = await c.post(f"{two}/runs?wait=true", json=GOAL, headers=KEY)
-                    pytest.fail(f"answered at once: {said.text}")
-
-                tg.start_soon(hanging)
-                await waiting.wait()
-                tg.cancel_scope.cancel()  # the client hangs up
-            await left.wait()  # the service stopped waiting for it
-        view = (await c.get(f"{two}/runs/{run_id}")).json()
-        assert view["status"] == "running", view  # not cancelled
-        shop.release.set()
-        done = await c.post(f"{one}/runs?wait=true", json=GOAL, headers=KEY)
-        assert (done.json()["run_id"], done.json()["status"]) == (run_id, "completed")
-    assert shop.slow_done == ["slow 1"]
+    assert shop.slow_done == ["slow 1"]  # once: the retries started nothing
