@@ -37,7 +37,7 @@ from regiment.journal import (
 from regiment.telemetry import joined_trace
 
 from ._cancels import cancel_run
-from ._checks import check_lease_ttl, check_seconds, check_token_text
+from ._checks import check_lease_ttl, check_seconds, check_token_text, served_journal
 from ._follow import Following
 from ._http import (
     ApiError,
@@ -92,7 +92,8 @@ def create_app(
             URL, or a ``Journal``, left open for its owner to close). The app then
             answers ``GET /runs``, ``GET /runs/{id}`` and its events from the journal
             too, so runs from before a restart can still be listed and replayed.
-            With a ``RunningTeam``, start it with the same journal.
+            With a ``RunningTeam``, leave it out: the app answers from the journal the
+            team was started with.
         token: if set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
         keepalive: seconds between keep-alive comments on an idle event stream.
         store: where runs are recorded (default: this process's memory, ``MemoryRunStore()``,
@@ -102,10 +103,12 @@ def create_app(
 
     Raises:
         ConfigError: the token is empty; ``keepalive`` is not a finite number > 0;
-            ``lease_ttl`` is under 1 s, has no ``journal``, or comes with a ``RunningTeam``.
+            ``lease_ttl`` is under 1 s, has no ``journal``, or comes with a ``RunningTeam``;
+            a ``journal`` that is not the one the ``RunningTeam`` journals its runs in.
     """
     _check(team, token, keepalive)
     check_lease_ttl(team, lease_ttl, journal)
+    journal = served_journal(team, journal)  # a RunningTeam's own, if none is given
     service = Service(store or MemoryRunStore(), token, keepalive)
 
     @asynccontextmanager

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from regiment.errors import ConfigError
 from regiment.hierarchy import RunningTeam, Team
+from regiment.journal import JournalSpec
 
-__all__ = ("check_lease_ttl", "check_seconds", "check_token_text")
+__all__ = ("check_lease_ttl", "check_seconds", "check_token_text", "served_journal")
 
 
 def check_lease_ttl(
@@ -83,3 +85,32 @@ def check_token_text(token: str | None, given: str) -> None:
             "visible ASCII characters and spaces; use a secret made of those (e.g. "
             "python -c 'import secrets; print(secrets.token_urlsafe())')"
         )
+
+
+def served_journal(team: Team | RunningTeam, journal: JournalSpec) -> JournalSpec:
+    """The journal the app answers from: ``journal``, or, for a ``RunningTeam`` given none,
+    the one its runs are journaled in (the app then finds them after a restart too: a
+    keyed retry answered 503 "journal unavailable" for ever, its run's id taken there).
+
+    Raises:
+        ConfigError: a ``RunningTeam`` started without a journal, given one (its runs
+            are not journaled there: a keyed retry after a restart ran again), or given
+            another ``Journal`` object than its own.
+    """
+    if not isinstance(team, RunningTeam):
+        return journal
+    if journal is None:
+        return team.journal
+    if team.journal is None:
+        raise ConfigError(
+            "create_app(running, journal=...): the RunningTeam was started without a "
+            "journal, so its runs are not journaled there and the app would not find them "
+            "after a restart; start it with Team.start(journal=...) and leave journal= out"
+        )
+    if not isinstance(journal, str | Path) and journal is not team.journal:
+        raise ConfigError(
+            "create_app(running, journal=...) got another Journal than the one the "
+            "RunningTeam journals its runs in: leave journal= out (the app answers from "
+            "running.journal)"
+        )
+    return journal
