@@ -37,7 +37,7 @@ from regiment.journal import (
 from regiment.telemetry import joined_trace
 
 from ._cancels import cancel_run
-from ._checks import check_lease_ttl, check_seconds, check_token_text, served_journal
+from ._checks import checked_args
 from ._follow import Following
 from ._http import (
     ApiError,
@@ -92,8 +92,7 @@ def create_app(
             URL, or a ``Journal``, left open for its owner to close). The app then
             answers ``GET /runs``, ``GET /runs/{id}`` and its events from the journal
             too, so runs from before a restart can still be listed and replayed.
-            With a ``RunningTeam``, leave it out: the app answers from the journal the
-            team was started with.
+            A ``RunningTeam``'s app answers from the journal the team was started with.
         token: if set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
         keepalive: seconds between keep-alive comments on an idle event stream.
         store: where runs are recorded (default: this process's memory, ``MemoryRunStore()``,
@@ -106,9 +105,7 @@ def create_app(
             ``lease_ttl`` is under 1 s, has no ``journal``, or comes with a ``RunningTeam``;
             a ``journal`` that is not the one the ``RunningTeam`` journals its runs in.
     """
-    _check(team, token, keepalive)
-    check_lease_ttl(team, lease_ttl, journal)
-    journal = served_journal(team, journal)  # a RunningTeam's own, if none is given
+    journal = checked_args(team, token, keepalive, lease_ttl, journal)
     service = Service(store or MemoryRunStore(), token, keepalive)
 
     @asynccontextmanager
@@ -135,12 +132,6 @@ def create_app(
     app.state.regiment_stop_runs = service.stop_runs  # `regiment serve` calls it as it stops
     app.state.regiment_service = service  # what its routes share (tests watch its runs)
     return app
-
-
-def _check(team: Team | RunningTeam, token: str | None, keepalive: float) -> None:
-    """``create_app``'s arguments, checked before anything starts (see its Raises)."""
-    check_token_text(token, "the token")
-    check_seconds("keepalive", keepalive)  # else every event stream failed with a 500
 
 
 @asynccontextmanager

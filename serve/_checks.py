@@ -9,7 +9,13 @@ from regiment.errors import ConfigError
 from regiment.hierarchy import RunningTeam, Team
 from regiment.journal import JournalSpec
 
-__all__ = ("check_lease_ttl", "check_seconds", "check_token_text", "served_journal")
+__all__ = (
+    "check_lease_ttl",
+    "check_seconds",
+    "check_token_text",
+    "checked_args",
+    "served_journal",
+)
 
 
 def check_lease_ttl(
@@ -114,3 +120,18 @@ def served_journal(team: Team | RunningTeam, journal: JournalSpec) -> JournalSpe
             "running.journal)"
         )
     return journal
+
+
+def checked_args(
+    team: Team | RunningTeam,
+    token: str | None,
+    keepalive: float,
+    lease_ttl: float | None,
+    journal: JournalSpec,
+) -> JournalSpec:
+    """``create_app``'s arguments, checked before anything starts (see its Raises); the
+    journal the app answers from (a ``RunningTeam``'s own, if none is given)."""
+    check_token_text(token, "the token")
+    check_seconds("keepalive", keepalive)  # else every event stream failed with a 500
+    check_lease_ttl(team, lease_ttl, journal)
+    return served_journal(team, journal)
