@@ -33,3 +33,4 @@ def test_a_first_record_written_before_team_file_existed_has_none() -> None:
     assert isinstance(record, RunCreated)
     assert record.team_file is None
     assert record.trace is None
+    assert record.deps_hash is None  # (nor a hash of its deps: compared by goal and session)
