@@ -163,12 +163,15 @@ def _routes(s: Service) -> list[Route]:
 
         return Route(path, call, methods=[method])
 
+    async def health(request: Request) -> Response:
+        try:  # a mount without the lifespan, or a server stopping: not ready for runs
+            s.starting()
+        except ApiError as exc:
+            return json_response({"status": exc.error, "detail": exc.detail}, 503)
+        return json_response({"status": "ok"})
+
     # (``_GUARDED``, below the handlers: every route but /health)
-    return [Route("/health", _health, methods=["GET"])] + [guarded(*r) for r in _GUARDED]
-
-
-async def _health(request: Request) -> Response:
-    return json_response({"status": "ok"})
+    return [Route("/health", health, methods=["GET"])] + [guarded(*r) for r in _GUARDED]
 
 
 async def _post_run(s: Service, request: Request) -> Response:
