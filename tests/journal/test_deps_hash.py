@@ -51,4 +51,3 @@ async def test_a_journaled_run_records_its_deps_hash(
         await journal.close()
     assert isinstance(first, RunCreated)
     assert first.deps_hash == expected
-
