@@ -17,7 +17,9 @@ run's start, then the medians:
 - ``synth`` and ``end``: the synthesis call and the run's return.
 
 Beside it, the same sleeps in bare anyio tasks (``raw``: 100 tasks started at
-once, each sleeping 50 ms; no framework at all).
+once, each sleeping 50 ms; no framework at all), with the same columns, each raw
+run right after a regiment run so both see the same machine, and the difference
+of the medians.
 """
 
 from __future__ import annotations
@@ -106,28 +108,61 @@ async def one_run(steps: int) -> dict[str, float]:
     }
 
 
-async def raw_ms(steps: int) -> float:
+async def raw_run(steps: int) -> dict[str, float]:
+    """The same sleeps in bare anyio tasks, timed as a run's are: from the start of the
+    loop that starts them to the task group's end."""
+    starts: list[float] = []
+    ends: list[float] = []
+
     async def one() -> None:
+        starts.append(time.perf_counter())
         await anyio.sleep(DELAY)
+        ends.append(time.perf_counter())
 
     start = time.perf_counter()
     async with anyio.create_task_group() as tg:
         for _ in range(steps):
             tg.start_soon(one)
-    return (time.perf_counter() - start) * 1e3
+    end = time.perf_counter()
+
+    def ms(t: float) -> float:
+        return (t - start) * 1e3
+
+    late = max(e - s for s, e in zip(starts, ends, strict=True)) - DELAY
+    return {
+        "first call": ms(starts[0]),
+        "last call": ms(starts[-1]),
+        "first end": ms(min(ends)),
+        "last end": ms(max(ends)),
+        "late": late * 1e3,
+        "end": ms(end),
+    }
 
 
-async def main(steps: int, runs: int) -> None:
-    rows = [await one_run(steps) for _ in range(runs)]
-    raw = [await raw_ms(steps) for _ in range(runs)]
+def show(title: str, rows: list[dict[str, float]]) -> dict[str, float]:
     keys = list(rows[0])
-    print(f"{steps} independent steps of {DELAY * 1e3:.0f} ms, ms from the run's start")
+    print(title)
     print("       " + "".join(f"{k:>11}" for k in keys))
     for i, row in enumerate(rows, 1):
         print(f"run {i:<3}" + "".join(f"{row[k]:11.2f}" for k in keys))
-    print("median " + "".join(f"{statistics.median(r[k] for r in rows):11.2f}" for k in keys))
+    medians = {k: statistics.median(r[k] for r in rows) for k in keys}
+    print("median " + "".join(f"{medians[k]:11.2f}" for k in keys))
+    return medians
+
+
+async def main(steps: int, runs: int) -> None:
+    rows: list[dict[str, float]] = []
+    raw: list[dict[str, float]] = []
+    for _ in range(runs):  # alternating, so both see the same machine
+        rows.append(await one_run(steps))
+        raw.append(await raw_run(steps))
+    ours = show(f"{steps} independent steps of {DELAY * 1e3:.0f} ms, ms from the run's start", rows)
+    bare = show(f"raw anyio: {steps} tasks sleeping {DELAY * 1e3:.0f} ms, the same columns", raw)
     print(
-        f"raw anyio, {steps} tasks sleeping {DELAY * 1e3:.0f} ms: median {statistics.median(raw):.2f} ms"
+        f"end: regiment {ours['end']:.2f} ms, raw anyio {bare['end']:.2f} ms "
+        f"({ours['end'] - bare['end']:+.2f} ms); the last call began {ours['last call']:.2f} "
+        f"against {bare['last call']:.2f} ms, the last sleep ended {ours['late']:.2f} "
+        f"against {bare['late']:.2f} ms late"
     )
 
 
