@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/overlap_timeline.py            # 100 steps, 7 runs
     .venv/bin/python bench/overlap_timeline.py --steps 10
+    .venv/bin/python bench/overlap_timeline.py --calls    # Python calls a step, by phase
 
 The row 4 shape (independent steps whose worker model call sleeps 50 ms, the
 planner and synthesizer instant) with the model noting, on the run's clock,
@@ -16,6 +17,10 @@ run's start, then the medians:
   was busy with other steps' reports, or rounded its wait to the millisecond);
 - ``synth`` and ``end``: the synthesis call and the run's return.
 
+``--calls`` counts instead (``sys.setprofile``, exact) the Python calls per step in
+the dispatch (from the plan reply to the last worker call's start) and in the ends
+(from the first sleep's end to the synthesis), regiment's by function.
+
 Beside it, the same sleeps in bare anyio tasks (``raw``: 100 tasks started at
 once, each sleeping 50 ms; no framework at all), with the same columns, each raw
 run right after a regiment run so both see the same machine, and the difference
@@ -25,8 +30,12 @@ of the medians.
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
+import sys
 import time
+from types import FrameType
+from typing import Any
 
 import anyio
 import regiment_cases as rc
@@ -41,10 +50,12 @@ _USAGE = Usage(input_tokens=10, output_tokens=5)
 class Timeline:
     """What the model saw of one run, on ``time.perf_counter``."""
 
-    def __init__(self) -> None:
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
         self.plan = self.synth = 0.0
         self.starts: list[float] = []
         self.ends: list[float] = []
+        self.phase = ""  # for --calls: "dispatch", "ends" or "" (neither)
 
     def clear(self) -> None:
         """Forget the warm-up run."""
@@ -60,13 +71,19 @@ def team(steps: int, line: Timeline) -> Team:
     async def brain(request: ModelRequest) -> ModelResponse:
         if request.role == "worker":
             line.starts.append(time.perf_counter())
+            if len(line.starts) == line.steps:
+                line.phase = ""  # the last call began: the dispatch is over
             await anyio.sleep(DELAY)
             line.ends.append(time.perf_counter())
+            if len(line.ends) == 1:
+                line.phase = "ends"
             return worked
         if request.role == "planner":
             line.plan = time.perf_counter()
+            line.phase = "dispatch"
             return planned
         line.synth = time.perf_counter()
+        line.phase = ""
         return answered
 
     model = ScriptedModel(brain, name="bench")
@@ -83,7 +100,7 @@ def team(steps: int, line: Timeline) -> Team:
 
 
 async def one_run(steps: int) -> dict[str, float]:
-    line = Timeline()
+    line = Timeline(steps)
     async with team(steps, line).start() as running:
         await running.run("warm up")
         line.clear()
@@ -166,9 +183,45 @@ async def main(steps: int, runs: int) -> None:
     )
 
 
+async def calls(steps: int) -> None:
+    """``--calls``: one run's Python calls per step, in the dispatch and in the ends."""
+    line = Timeline(steps)
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    ours = "/regiment/"
+
+    def profile(frame: FrameType, event: str, _: Any) -> None:
+        if event == "call" and line.phase:
+            code = frame.f_code
+            path = code.co_filename
+            name = code.co_qualname if ours in path else "(not regiment's)"
+            counts[line.phase, name] += 1
+
+    async with team(steps, line).start() as running:
+        await running.run("warm up")
+        line.clear()
+        line.phase = ""
+        sys.setprofile(profile)
+        try:
+            await running.run("do the steps at once")
+        finally:
+            sys.setprofile(None)
+    for phase in ("dispatch", "ends"):
+        rows = {name: n / steps for (p, name), n in counts.items() if p == phase}
+        total = sum(rows.values())
+        own = total - rows.get("(not regiment's)", 0.0)
+        print(f"{phase}: {total:.1f} Python calls a step, regiment's {own:.1f}")
+        for name, n in sorted(rows.items(), key=lambda kv: -kv[1]):
+            if n >= 0.5:
+                print(f"  {n:6.2f}  {name}")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--calls", action="store_true", help="Python calls a step, by phase")
     args = parser.parse_args()
-    anyio.run(main, args.steps, args.runs)
+    if args.calls:
+        anyio.run(calls, args.steps)
+    else:
+        anyio.run(main, args.steps, args.runs)
