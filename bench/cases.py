@@ -246,11 +246,21 @@ def service() -> Figures:
     return anyio.run(serve.measure)
 
 
+def tracing_share() -> Figures:
+    """Row 6 in bytecodes (tracing_share.py): regiment's part of what a traced step adds."""
+    import tracing_share as share
+
+    groups, _ = share.share()
+    ours = groups["regiment"]
+    return {"ours": ours, "others": sum(groups.values()) - ours}
+
+
 REGIMENT_CASES: dict[str, Callable[[], Figures]] = {
     "roundtrip": roundtrip,
     "floor": floor,
     "per_step": per_step,
     "per_step.tracing": per_step_tracing,
+    "tracing_share": tracing_share,
     "per_step.stream": per_step_stream,
     "one_tool": one_tool,
     "overlap.10": lambda: overlap(10),

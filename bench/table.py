@@ -115,6 +115,11 @@ def ratio(value: float | None, base: float | None) -> str:
     return f"{value / base:.2f}x"
 
 
+def pct(counts: Mapping[str, float]) -> float | None:  # ours as a % of others, or None
+    ours, others = counts.get("ours"), counts.get("others")
+    return None if ours is None or not others else 100 * ours / others
+
+
 def verdict(ok: bool, text: str) -> str:
     """A target with whether regiment met it."""
     return f"{text}: {'met' if ok else 'MISSED'}"
@@ -266,6 +271,9 @@ class Table:
                  "OpenTelemetry SDK", in_steps, "µs"),
             Line("6", "tracing: regiment's own cost above floor 2 (% of floor 2)",
                  "regiment", share_in_steps, "%"),
+            Line("6", "bytecodes a traced step adds: regiment's, % of the SDK's and the rest's "
+                 "(exact, tracing_share.py)", "regiment", pct(self.case("regiment",
+                 "tracing_share")), "%"),
         )  # fmt: skip
         traced_scale = self.case("regiment", "scale.traced")
         runs, runs_off = traced_scale.get("runs_per_s"), scale.get("runs_per_s")
