@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import sys
 from types import FrameType
 from typing import Any
 
-import anyio
 import regiment_cases as rc
+from step_census import under_tracer
 
 import regiment
 import regiment.hierarchy.workers._step_actor as step_actor
@@ -63,20 +62,8 @@ def _counted(steps: int, traced: bool) -> Counts:
                 ours[f"{code.co_filename.removeprefix(_OURS)}:{code.co_qualname}"] += 1
         return tracer
 
-    async def runs() -> None:
-        telemetry = rc.tracing(exact=True)[0] if traced else None
-        team = rc.sequential_team(steps, telemetry=telemetry)
-        async with team.start() as running:
-            for _ in range(3):
-                await running.run("warm up")
-            sys.settrace(tracer)
-            try:
-                for _ in range(RUNS):
-                    await running.run("do the steps")
-            finally:
-                sys.settrace(None)
-
-    anyio.run(runs, backend="asyncio")
+    telemetry = rc.tracing(exact=True)[0] if traced else None
+    under_tracer(tracer, steps, RUNS, rc.sequential_team(steps, telemetry=telemetry))
     return groups, ours
 
 
