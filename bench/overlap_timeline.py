@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/overlap_timeline.py            # 100 steps, 7 runs
     .venv/bin/python bench/overlap_timeline.py --steps 10
+    .venv/bin/python bench/overlap_timeline.py --calls    # Python calls a step, by phase
 
 The row 4 shape (independent steps whose worker model call sleeps 50 ms, the
 planner and synthesizer instant) with the model noting, on the run's clock,
@@ -16,15 +17,25 @@ run's start, then the medians:
   was busy with other steps' reports, or rounded its wait to the millisecond);
 - ``synth`` and ``end``: the synthesis call and the run's return.
 
+``--calls`` counts instead (``sys.setprofile``, exact) the Python calls per step in
+the dispatch (from the plan reply to the last worker call's start) and in the ends
+(from the first sleep's end to the synthesis), regiment's by function.
+
 Beside it, the same sleeps in bare anyio tasks (``raw``: 100 tasks started at
-once, each sleeping 50 ms; no framework at all).
+once, each sleeping 50 ms; no framework at all), with the same columns, each raw
+run right after a regiment run so both see the same machine, and the difference
+of the medians.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
+import sys
 import time
+from types import FrameType
+from typing import Any
 
 import anyio
 import regiment_cases as rc
@@ -39,10 +50,12 @@ _USAGE = Usage(input_tokens=10, output_tokens=5)
 class Timeline:
     """What the model saw of one run, on ``time.perf_counter``."""
 
-    def __init__(self) -> None:
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
         self.plan = self.synth = 0.0
         self.starts: list[float] = []
         self.ends: list[float] = []
+        self.phase = ""  # for --calls: "dispatch", "ends" or "" (neither)
 
     def clear(self) -> None:
         """Forget the warm-up run."""
@@ -58,13 +71,19 @@ def team(steps: int, line: Timeline) -> Team:
     async def brain(request: ModelRequest) -> ModelResponse:
         if request.role == "worker":
             line.starts.append(time.perf_counter())
+            if len(line.starts) == line.steps:
+                line.phase = ""  # the last call began: the dispatch is over
             await anyio.sleep(DELAY)
             line.ends.append(time.perf_counter())
+            if len(line.ends) == 1:
+                line.phase = "ends"
             return worked
         if request.role == "planner":
             line.plan = time.perf_counter()
+            line.phase = "dispatch"
             return planned
         line.synth = time.perf_counter()
+        line.phase = ""
         return answered
 
     model = ScriptedModel(brain, name="bench")
@@ -81,7 +100,7 @@ def team(steps: int, line: Timeline) -> Team:
 
 
 async def one_run(steps: int) -> dict[str, float]:
-    line = Timeline()
+    line = Timeline(steps)
     async with team(steps, line).start() as running:
         await running.run("warm up")
         line.clear()
@@ -106,34 +125,103 @@ async def one_run(steps: int) -> dict[str, float]:
     }
 
 
-async def raw_ms(steps: int) -> float:
+async def raw_run(steps: int) -> dict[str, float]:
+    """The same sleeps in bare anyio tasks, timed as a run's are: from the start of the
+    loop that starts them to the task group's end."""
+    starts: list[float] = []
+    ends: list[float] = []
+
     async def one() -> None:
+        starts.append(time.perf_counter())
         await anyio.sleep(DELAY)
+        ends.append(time.perf_counter())
 
     start = time.perf_counter()
     async with anyio.create_task_group() as tg:
         for _ in range(steps):
             tg.start_soon(one)
-    return (time.perf_counter() - start) * 1e3
+    end = time.perf_counter()
+
+    def ms(t: float) -> float:
+        return (t - start) * 1e3
+
+    late = max(e - s for s, e in zip(starts, ends, strict=True)) - DELAY
+    return {
+        "first call": ms(starts[0]),
+        "last call": ms(starts[-1]),
+        "first end": ms(min(ends)),
+        "last end": ms(max(ends)),
+        "late": late * 1e3,
+        "end": ms(end),
+    }
 
 
-async def main(steps: int, runs: int) -> None:
-    rows = [await one_run(steps) for _ in range(runs)]
-    raw = [await raw_ms(steps) for _ in range(runs)]
+def show(title: str, rows: list[dict[str, float]]) -> dict[str, float]:
     keys = list(rows[0])
-    print(f"{steps} independent steps of {DELAY * 1e3:.0f} ms, ms from the run's start")
+    print(title)
     print("       " + "".join(f"{k:>11}" for k in keys))
     for i, row in enumerate(rows, 1):
         print(f"run {i:<3}" + "".join(f"{row[k]:11.2f}" for k in keys))
-    print("median " + "".join(f"{statistics.median(r[k] for r in rows):11.2f}" for k in keys))
+    medians = {k: statistics.median(r[k] for r in rows) for k in keys}
+    print("median " + "".join(f"{medians[k]:11.2f}" for k in keys))
+    return medians
+
+
+async def main(steps: int, runs: int) -> None:
+    rows: list[dict[str, float]] = []
+    raw: list[dict[str, float]] = []
+    for _ in range(runs):  # alternating, so both see the same machine
+        rows.append(await one_run(steps))
+        raw.append(await raw_run(steps))
+    ours = show(f"{steps} independent steps of {DELAY * 1e3:.0f} ms, ms from the run's start", rows)
+    bare = show(f"raw anyio: {steps} tasks sleeping {DELAY * 1e3:.0f} ms, the same columns", raw)
     print(
-        f"raw anyio, {steps} tasks sleeping {DELAY * 1e3:.0f} ms: median {statistics.median(raw):.2f} ms"
+        f"end: regiment {ours['end']:.2f} ms, raw anyio {bare['end']:.2f} ms "
+        f"({ours['end'] - bare['end']:+.2f} ms); the last call began {ours['last call']:.2f} "
+        f"against {bare['last call']:.2f} ms, the last sleep ended {ours['late']:.2f} "
+        f"against {bare['late']:.2f} ms late"
     )
+
+
+async def calls(steps: int) -> None:
+    """``--calls``: one run's Python calls per step, in the dispatch and in the ends."""
+    line = Timeline(steps)
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    ours = "/regiment/"
+
+    def profile(frame: FrameType, event: str, _: Any) -> None:
+        if event == "call" and line.phase:
+            code = frame.f_code
+            path = code.co_filename
+            name = code.co_qualname if ours in path else "(not regiment's)"
+            counts[line.phase, name] += 1
+
+    async with team(steps, line).start() as running:
+        await running.run("warm up")
+        line.clear()
+        line.phase = ""
+        sys.setprofile(profile)
+        try:
+            await running.run("do the steps at once")
+        finally:
+            sys.setprofile(None)
+    for phase in ("dispatch", "ends"):
+        rows = {name: n / steps for (p, name), n in counts.items() if p == phase}
+        total = sum(rows.values())
+        own = total - rows.get("(not regiment's)", 0.0)
+        print(f"{phase}: {total:.1f} Python calls a step, regiment's {own:.1f}")
+        for name, n in sorted(rows.items(), key=lambda kv: -kv[1]):
+            if n >= 0.5:
+                print(f"  {n:6.2f}  {name}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--calls", action="store_true", help="Python calls a step, by phase")
     args = parser.parse_args()
-    anyio.run(main, args.steps, args.runs)
+    if args.calls:
+        anyio.run(calls, args.steps)
+    else:
+        anyio.run(main, args.steps, args.runs)

@@ -239,7 +239,7 @@ async def scale_runs(
     telemetry: Telemetry | None = None,
     *,
     repeats: int = 1,
-    spawns: list[float] | None = None,
+    spawns: list[tuple[float, float]] | None = None,
     per_turn: int | None = None,
     watch: Callable[[], AbstractAsyncContextManager[object]] = nullcontext,
 ) -> list[float]:
@@ -259,14 +259,14 @@ async def scale_runs(
 async def all_at_once(
     running: RunningTeam,
     concurrent: int,
-    spawns: list[float] | None = None,
+    spawns: list[tuple[float, float]] | None = None,
     per_turn: int | None = None,
 ) -> float:
     """Seconds for ``concurrent`` runs of ``running``, all started at once.
 
-    ``spawns`` gets the seconds the bench's own loop of ``start_soon`` calls held
-    the event loop (one turn, before any run has begun): a loop-lag probe running
-    beside the burst cannot see a lag below it, whatever regiment does.
+    ``spawns`` gets when the bench's own loop of ``start_soon`` calls began and ended,
+    on ``time.perf_counter`` (one turn, before any run has begun): a loop-lag probe
+    running beside the burst cannot see a lag below it, whatever regiment does.
     ``per_turn``: start that many callers per event-loop turn instead of all in
     one (as a service's requests arrive, over many reads of its sockets).
     """
@@ -282,7 +282,7 @@ async def all_at_once(
             if per_turn is not None and (index + 1) % per_turn == 0:
                 await anyio.lowlevel.checkpoint()
         if spawns is not None:
-            spawns.append(time.perf_counter() - start)
+            spawns.append((start, time.perf_counter()))
     return time.perf_counter() - start
 
 

@@ -33,9 +33,10 @@ import regiment.hierarchy.workers._step_actor as step_actor
 from regiment.actors import ContextTurns
 from regiment.actors._system import ActorSystem
 from regiment.actors._wakeup import AsyncioWakeup
+from regiment.hierarchy import Team
 from regiment.hierarchy.run._book import RunBook
 
-__all__ = ("census", "main")
+__all__ = ("census", "main", "under_tracer")
 
 RUNS = 5
 _WATCHED: dict[str, CodeType] = {
@@ -67,20 +68,26 @@ def _counted(steps: int) -> collections.Counter[str]:
             counts["bytecodes"] += 1
         return tracer
 
-    async def runs() -> None:
-        team = rc.sequential_team(steps, recorded=False)
+    under_tracer(tracer, steps, RUNS, rc.sequential_team(steps, recorded=False))
+    return counts
+
+
+def under_tracer(tracer: Any, steps: int, runs: int, team: Team) -> None:
+    """``runs`` runs of ``team`` (a ``steps``-step row 2 plan) under ``sys.settrace(tracer)``,
+    after three runs that warm it up, on asyncio."""
+
+    async def traced() -> None:
         async with team.start() as running:
             for _ in range(3):
                 await running.run("warm up")
             sys.settrace(tracer)
             try:
-                for _ in range(RUNS):
+                for _ in range(runs):
                     await running.run("do the steps")
             finally:
                 sys.settrace(None)
 
-    anyio.run(runs, backend="asyncio")
-    return counts
+    anyio.run(traced, backend="asyncio")
 
 
 def census() -> dict[str, float]:

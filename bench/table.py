@@ -115,6 +115,11 @@ def ratio(value: float | None, base: float | None) -> str:
     return f"{value / base:.2f}x"
 
 
+def pct(counts: Mapping[str, float]) -> float | None:  # ours as a % of others, or None
+    ours, others = counts.get("ours"), counts.get("others")
+    return None if ours is None or not others else 100 * ours / others
+
+
 def verdict(ok: bool, text: str) -> str:
     """A target with whether regiment met it."""
     return f"{text}: {'met' if ok else 'MISSED'}"
@@ -212,15 +217,19 @@ class Table:
 
     def scale(self) -> Mapping[str, float]:
         ours = self.case("regiment", "scale")
-        rss, runs, lag = ours.get("peak_rss_mb"), ours.get("runs_per_s"), ours.get("lag_p99_ms")
+        rss, runs = ours.get("peak_rss_mb"), ours.get("runs_per_s")
+        lag = ours.get("lag_p99_ours_ms")  # the bench's own start_soon turn left out
         self.add(
             Line("5", "1,000 concurrent 5-step runs: throughput", "regiment",
                  runs, "runs/s", "", verdict((runs or 0) >= 2500, "≥ 2,500 runs/s")),
             Line("5", "1,000 concurrent 5-step runs: peak RSS", "regiment", rss, "MiB", "",
                  verdict((rss or 1e9) <= 60, "≤ 60 MiB")),
-            Line("5", "1,000 concurrent 5-step runs: loop lag p99 (10 ms ticker)", "regiment",
-                 lag, "ms", "", verdict((lag or 1e9) <= 5, "≤ 5 ms")),
-            Line("5", "floor of that lag: the bench's own 1,000 start_soon calls, one turn",
+            Line("5", "1,000 concurrent 5-step runs: loop lag p99 (10 ms ticker), the bench's "
+                 "own start_soon turn left out", "regiment", lag, "ms", "",
+                 verdict((lag or 1e9) <= 5, "≤ 5 ms")),
+            Line("5", "the same ticks with that turn in (the figure before perf31)", "regiment",
+                 ours.get("lag_p99_ms"), "ms"),
+            Line("5", "that turn: the bench's own 1,000 start_soon calls",
                  "anyio", ours.get("spawn_turn_ms"), "ms"),
             Line("5", "loop lag p99, the 1,000 callers arriving 100 per loop turn", "regiment",
                  ours.get("arriving_lag_p99_ms"), "ms"),
@@ -262,6 +271,9 @@ class Table:
                  "OpenTelemetry SDK", in_steps, "µs"),
             Line("6", "tracing: regiment's own cost above floor 2 (% of floor 2)",
                  "regiment", share_in_steps, "%"),
+            Line("6", "bytecodes a traced step adds: regiment's, % of the SDK's and the rest's "
+                 "(exact, tracing_share.py)", "regiment", pct(self.case("regiment",
+                 "tracing_share")), "%"),
         )  # fmt: skip
         traced_scale = self.case("regiment", "scale.traced")
         runs, runs_off = traced_scale.get("runs_per_s"), scale.get("runs_per_s")

@@ -15,7 +15,8 @@ def check_goal(goal: object, session: object = None) -> None:
     if not goal.strip():
         raise ConfigError("the goal is empty; say what the team should do")
     _valid("the goal", goal)
-    check_session(session)
+    if session is not None:  # (no call for a run of no session: every run starts here, #22)
+        check_session(session)
 
 
 def check_session(session: object) -> None:
@@ -44,11 +45,7 @@ def _valid(what: str, text: str) -> None:
             f"{what} is not valid text: {text[exc.start]!r} at position {exc.start} is a lone "
             "surrogate (bytes that were not UTF-8, decoded with surrogateescape?)"
         ) from None
-    _no_nul(what, text)
-
-
-def _no_nul(what: str, text: str) -> None:
-    # SQLite stores it, but PostgreSQL refuses it in a text column: refused everywhere
+    # SQLite stores a NUL, but PostgreSQL refuses it in a text column: refused everywhere
     # alike, before anything starts, not as a journal failure that a retry never cures.
     at = text.find("\x00")
     if at >= 0:

@@ -159,7 +159,8 @@ def check_run(
         ConfigError: one of them is wrong (the message says which, and what to pass).
     """
     check_goal(goal, session)
-    run_concurrency(limit, team.concurrency)
+    if limit is not None:  # None: the team's (no call: every run starts here, #22)
+        run_concurrency(limit, team.concurrency)
     if deps is not None:
         check_remote_deps(team, deps)
     if named is not None and (named in live or not _fit_id(named)):
