@@ -86,6 +86,10 @@ class RunningTeam(DecidesApprovals):
         self._starting = anyio.Semaphore(STARTING_AT_ONCE, fast_acquire=True)
         self._wind_down = wind_down(team.workers)  # a cancelled run's wait for its steps
 
+    def __repr__(self) -> str:  # the journal by its kind: its spec may hold a password
+        journal = "None" if self.journal is None else type(self.journal).__name__
+        return f"<RunningTeam {self.team.name!r}: {len(self._channels)} runs in progress, journal={journal}>"
+
     @property
     def active_runs(self) -> int:
         """How many runs of this team are in progress (started and not yet returned)."""

@@ -205,6 +205,15 @@ class ScriptedModel:
             f"began: {last[:80]!r})"
         )
 
+    def __repr__(self) -> str:
+        script = self._script
+        given = (
+            getattr(script, "__name__", "a function")
+            if callable(script)
+            else f"{len(script)} replies"
+        )
+        return f"ScriptedModel({self._name!r}, script={given}, calls={self._calls})"
+
 
 @functools.lru_cache(maxsize=256)  # scripts repeat their replies; cutting is pure
 def _pieces(text: str, size: int) -> tuple[str, ...]:
