@@ -89,6 +89,11 @@ class ScriptedModel:
                 f"ScriptedModel got the string {script[:40]!r} as its script; "
                 "pass a list of replies, e.g. ScriptedModel([...])"
             )
+        if not (callable(script) or isinstance(script, Sequence)):
+            raise ConfigError(
+                f"ScriptedModel's script must be a list of replies or a function of the "
+                f"request; got {type(script).__name__}: e.g. ScriptedModel(['the answer'])"
+            )
         if delta_size < 1:
             raise ConfigError(f"ScriptedModel: delta_size must be at least 1, got {delta_size}")
         if keep_requests is not None and keep_requests < 0:
