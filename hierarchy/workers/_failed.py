@@ -81,7 +81,8 @@ def _log_applications(assign: AssignStep, worker: str, exc: BaseException) -> No
     """Log, with its traceback, what the application's own code raised that ended the
     step (a model of its own, an approver, a hook), directly or as the cause of one of
     ours: the report and the planner keep only its text, and a traceback nobody sees
-    is a bug nobody finds."""
+    is a bug nobody finds. At DEBUG, as a tool's: the step's end is the WARNING (on
+    ``regiment.run``), logged once."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while isinstance(cause, RegimentError) and id(cause) not in seen:
@@ -89,7 +90,7 @@ def _log_applications(assign: AssignStep, worker: str, exc: BaseException) -> No
         cause = cause.__cause__
     if cause is None or isinstance(cause, RegimentError):
         return  # ours all the way down: its message says what happened
-    _log.warning(
+    _log.debug(
         "%s %s: the step failed: %s",
         worker,
         assign.step.id,

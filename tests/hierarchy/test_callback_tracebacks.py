@@ -1,6 +1,8 @@
 """What the application's own code raised (an approver, a model of its own, a guard)
 reaches the logs with its traceback: the run's error and the step's report keep only
-its text, and a traceback nobody sees is a bug nobody finds."""
+its text, and a traceback nobody sees is a bug nobody finds. A step's is at DEBUG on
+``regiment.worker`` (its end is the WARNING on ``regiment.run``), as a tool's is; a
+guard's is on its one WARNING, as a check's is."""
 
 from __future__ import annotations
 
@@ -84,7 +86,7 @@ async def test_an_approver_that_raises_is_logged_with_its_traceback(
         planner=Planner(model=model),
         workers=[Worker(name="clerk", description="Refunds.", model=model, tools=tools)],
     )
-    with caplog.at_level(logging.WARNING, logger="regiment"), pytest.raises(StepFailed):
+    with caplog.at_level(logging.DEBUG, logger="regiment"), pytest.raises(StepFailed):
         await team.run("refund order 1")
     (logged,) = raised_mine(caplog.records, "regiment.worker")
     assert logged.getMessage() == "clerk s1: the step failed: Mine: the approver's bug"
@@ -100,7 +102,7 @@ async def test_a_model_of_the_applications_that_raises_is_logged_with_its_traceb
         planner=Planner(model=ScriptedModel(brain)),
         workers=[Worker(name="clerk", description="Refunds.", model=OwnModel())],
     )
-    with caplog.at_level(logging.WARNING, logger="regiment"), pytest.raises(StepFailed):
+    with caplog.at_level(logging.DEBUG, logger="regiment"), pytest.raises(StepFailed):
         await team.run("refund order 1")
     logged = raised_mine(caplog.records, "regiment.worker")
     assert logged  # each attempt's (the replans try again)
