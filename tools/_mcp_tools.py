@@ -20,9 +20,10 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject, JsonValue
+from regiment._json_problems import non_finite, schema_problems
 from regiment._text import clipped
 from regiment.errors import ConfigError, ToolError
-from regiment.tools._argument_words import non_finite, not_a_json_object, schema_problems
+from regiment.tools._argument_words import not_a_json_object
 from regiment.tools._context import RunContext
 from regiment.tools._mcp_server import MCPServer
 from regiment.tools._schema import BoundArguments

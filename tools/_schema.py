@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
 import msgspec
 
 from regiment._json import JsonObject
+from regiment._json_problems import non_finite
 from regiment.errors import ConfigError
-from regiment.tools._argument_words import non_finite, not_a_json_object, pydantic_problem
+from regiment.tools._argument_words import not_a_json_object, pydantic_problem
 from regiment.tools._closed import closed_json_schema, closed_validator
 from regiment.tools._context import is_context_annotation
 from regiment.tools._plain import is_plain_annotation, is_plain_data
