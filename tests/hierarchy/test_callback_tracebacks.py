@@ -26,7 +26,7 @@ from regiment import (
     tool,
     tool_call_response,
 )
-from regiment.hierarchy import AnswerSubject
+from regiment.hierarchy import AnswerSubject, RunFailed
 from regiment.models import ModelRequest, ModelResponse, Reply
 
 pytestmark = pytest.mark.anyio
@@ -125,3 +125,26 @@ async def test_a_guard_that_raises_is_logged_with_its_traceback(
     logged = raised_mine(caplog.records, "regiment.guardrail")
     assert logged
     assert logged[0].getMessage() == "guardrail guard raised Mine: the guard's bug"
+
+
+async def test_a_planner_model_of_the_applications_that_raises_in_a_stream_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stream (and so the service) ends on a ``RunFailed`` that keeps only the text."""
+    team = Team(
+        name="t",
+        planner=Planner(model=OwnModel()),
+        workers=[Worker(name="clerk", description="Refunds.", model=ScriptedModel(brain))],
+    )
+    ends: list[RunFailed] = []
+    async with team.start() as running:
+        with caplog.at_level(logging.DEBUG, logger="regiment"):
+            async with running.stream("refund order 1") as events:
+                async for event in events:
+                    if isinstance(event, RunFailed):
+                        ends.append(event)
+    assert [e.message for e in ends] == [
+        "the plan model call failed: model 'own' (OwnModel) raised Mine: the model's bug"
+    ]
+    (logged,) = raised_mine(caplog.records, "regiment.run")
+    assert logged.getMessage() == ends[0].message
