@@ -3,7 +3,7 @@ safe to show on a terminal."""
 
 from __future__ import annotations
 
-__all__ = ("clipped", "shown", "shown_text", "visible")
+__all__ = ("clipped", "json_shown", "shown", "shown_text", "visible")
 
 # Control characters (C0 but tab and newline, DEL, C1) as the escapes Python writes them.
 _CONTROLS = {
@@ -53,3 +53,15 @@ def shown(value: str) -> str:
     if len(value) <= _LIMIT:
         return repr(value)
     return f"{value[:_HEAD] + '…' + value[-_TAIL:]!r} ({len(value):,} characters)"
+
+
+def json_shown(value: object, limit: int = _LIMIT) -> str:
+    """``value`` as JSON text, cut to ``limit`` characters (``...`` marks a cut): how a
+    message to a model quotes what it sent (``null``, ``"abc"``), as a model reads JSON."""
+    import json  # on the error path only
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)  # str: what JSON has no word for
+    except (TypeError, ValueError, RecursionError):  # keys JSON cannot have, a cycle
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

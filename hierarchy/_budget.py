@@ -89,6 +89,15 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
                 "Budget", "on_exhausted", f"must be 'partial' or 'raise'; got {self.on_exhausted!r}"
             )
 
+    def __repr__(self) -> str:  # the limits set, not ten fields of which most are defaults
+        fields = msgspec.structs.fields(self)
+        set_ = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields
+            if getattr(self, f.name) != f.default
+        ]
+        return f"Budget({', '.join(set_)})"
+
 
 def _left(limit: int | None, used: int) -> int | None:
     return None if limit is None else max(0, limit - used)

@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment._json import JsonValue
+from regiment._text import shown
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.plan._plan import PlanStep
 from regiment.models import Usage
@@ -156,6 +157,14 @@ class StepReport(msgspec.Struct, frozen=True, kw_only=True, tag="step_report"):
             if outcome.tool == tool and not outcome.is_error:
                 return outcome.content
         raise KeyError(f"step {self.step_id} made no successful call of tool {tool!r}")
+
+    def __repr__(self) -> str:  # its output and tool outcomes may be long
+        error = "" if self.error is None else f", error={shown(self.error)}"
+        return (
+            f"StepReport(step_id={self.step_id!r}, plan_version={self.plan_version}, "
+            f"attempt={self.attempt}, worker={self.worker!r}, status={self.status!r}, "
+            f"output={shown(self.output)}, tool_calls={self.tool_calls}{error})"
+        )
 
 
 WorkerMessage: TypeAlias = AssignStep | CancelStep

@@ -75,6 +75,9 @@ class Planner:
             "Planner", settings=self.settings, synthesizer_settings=self.synthesizer_settings
         )
 
+    def __repr__(self) -> str:  # its prompts are long: Planner.prompts has them
+        return f"Planner(model={self.model!r}, max_steps={self.max_steps})"
+
 
 _CUT_OFF = (
     "the reply reached its max_tokens limit before it was finished, so the plan may be cut "

@@ -6,6 +6,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 import msgspec
 
+from regiment._text import shown
 from regiment.hierarchy import events as _events
 from regiment.hierarchy._critic import Verdict
 from regiment.hierarchy._memory import WorkingMemory
@@ -161,6 +162,13 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True, dict=True):
                 return report.output
         raise KeyError(
             f"step {step_id!r} was not committed; committed: {', '.join(self.committed)}"
+        )
+
+    def __repr__(self) -> str:  # an answer and its steps may be long: RunResult's fields have them
+        return (
+            f"RunResult(run_id={self.run_id!r}, status={self.status!r}, answer={shown(self.answer)}, "
+            f"plans={len(self.plans)}, steps={len(self.steps)}, model_calls={self.model_calls}, "
+            f"tool_calls={self.tool_calls}, usage={self.usage!r})"
         )
 
 

@@ -11,23 +11,21 @@ import functools
 import itertools
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from typing import TYPE_CHECKING, assert_never, final
+from typing import TYPE_CHECKING, final
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from regiment.actors import ActorRef, ActorSystem
+from regiment.actors import ActorSystem
 from regiment.hierarchy._approvals import ApprovalDesk, StepAt
 from regiment.hierarchy._approving import DecidesApprovals
-from regiment.hierarchy._messages import StepAllowance, WorkerMessage
-from regiment.hierarchy._nested_runs import open_nested
+from regiment.hierarchy._messages import StepAllowance
 from regiment.hierarchy._ranges import run_concurrency
 from regiment.hierarchy._result import RunResult
 from regiment.hierarchy._supervisor import (
     RunRef,
     RunSpawner,
     SpawnRun,
-    Supervisor,
     capped,
     close_run,
     spawn_known,
@@ -35,18 +33,10 @@ from regiment.hierarchy._supervisor import (
 )
 from regiment.hierarchy._team_actors import (
     check_run,
-    local_mcp_servers,
     new_run_id,
-    not_nested_in_itself,
-    run_calls,
-    runtime_of,
-    spawn_worker,
-    start_ray,
-    worker_actor,
 )
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._channel import RunChannel, RunEnd
-from regiment.hierarchy.run._guarding import enclosing, role_guards
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal
 from regiment.hierarchy.run._lender import Lender, SupervisorLender
 from regiment.hierarchy.run._messages import StartRun
@@ -54,11 +44,6 @@ from regiment.hierarchy.run._resume import Opened, finished, open_channel, reope
 from regiment.hierarchy.run._session import SessionMemory
 from regiment.hierarchy.run._streamed import Streamed, ready
 from regiment.hierarchy.run._trace import PausedRoot, record_run_end, root_trace, run_root
-from regiment.hierarchy.workers._approval_gate import ApprovalGate
-from regiment.hierarchy.workers._live import LiveWorker, worker_tools
-from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.hierarchy.workers._team_worker import TeamWorker, TeamWorkerActor
-from regiment.hierarchy.workers._worker import Worker, WorkerSpec
 from regiment.telemetry import Telemetry
 from regiment.tools import MCPHub
 
@@ -101,6 +86,10 @@ class RunningTeam(DecidesApprovals):
         self._starting = anyio.Semaphore(STARTING_AT_ONCE, fast_acquire=True)
         self._wind_down = wind_down(team.workers)  # a cancelled run's wait for its steps
 
+    def __repr__(self) -> str:  # the journal by its kind: its spec may hold a password
+        journal = "None" if self.journal is None else type(self.journal).__name__
+        return f"<RunningTeam {self.team.name!r}: {len(self._channels)} runs in progress, journal={journal}>"
+
     @property
     def active_runs(self) -> int:
         """How many runs of this team are in progress (started and not yet returned)."""
@@ -130,7 +119,9 @@ class RunningTeam(DecidesApprovals):
             ToolError: an MCP server could not be started.
         """
         desk = ApprovalDesk()
-        return await _spawn_team(team, system, telemetry, prefix="", outer=(), mcp=mcp, desk=desk)
+        from regiment.hierarchy._team_spawn import spawn_team  # it makes RunningTeams
+
+        return await spawn_team(team, system, telemetry, prefix="", outer=(), mcp=mcp, desk=desk)
 
     async def run(
         self,
@@ -337,64 +328,3 @@ async def _let_in(
         goal, allowance, streaming=stream, concurrency=limit, session=session, deps=deps,
         held=True, named=named,
     )  # fmt: skip
-
-
-async def _spawn_team(
-    team: Team,
-    system: ActorSystem,
-    inherited: Telemetry | None,
-    *,
-    prefix: str,
-    outer: tuple[Team, ...],
-    mcp: MCPHub | None,
-    desk: ApprovalDesk,
-) -> RunningTeam:
-    not_nested_in_itself(team, outer)
-    telemetry = team.telemetry or inherited or Telemetry()
-    refs: dict[str, ActorRef[WorkerMessage, None]] = {}
-    specs: dict[str, WorkerSpec] = {}
-    channels: dict[str, RunChannel] = {}  # the runs in progress: workers stream to them
-    runs = functools.partial(run_calls, channels)  # a worker's way to its step's run
-    base = f"{prefix}{team.name}"
-    if mcp is not None:  # all of this team's MCP servers start at once, not worker by worker
-        await mcp.start(local_mcp_servers(team))
-    guards = role_guards(
-        (*enclosing([t.guardrails for t in outer]), *team.guardrails), team.planner, team.critic
-    )
-    on_ray = await start_ray(team, telemetry, guards, (base, desk, runs, channels))
-    for worker in team.workers:
-        name = f"{base}/{worker.name}"
-        factory: Callable[[], StepActor]
-        match worker:
-            case Worker() if worker.placement is not None:
-                specs[worker.name], factory = on_ray[worker.name]
-            case Worker():
-                tools = await worker_tools(worker, mcp)
-                specs[worker.name] = LiveWorker(worker, tools) if worker.mcp_servers else worker
-                gate = ApprovalGate(desk, name, worker.approval_timeout, telemetry)
-                factory = worker_actor(
-                    worker, team, telemetry, (tools, gate), (runs, channels), guards
-                )
-            case TeamWorker():
-                # The child team lives in the parent's actor system: it stops with it.
-                specs[worker.name] = worker
-                up = (*outer, team)
-                child = await _spawn_team(
-                    worker.team, system, telemetry, prefix=f"{name}/", outer=up, mcp=mcp, desk=desk
-                )
-                nested = functools.partial(open_nested, child, channels)
-                factory = functools.partial(TeamWorkerActor, worker, team.name, nested, telemetry)
-            case _:
-                assert_never(worker)
-        refs[worker.name] = await spawn_worker(system, factory, name)
-    runtime = runtime_of(team, specs, refs, telemetry, guards)
-    spawner = RunSpawner(
-        runtime,
-        f"{base}/planner",
-        system.new_wakeup,
-        system.checkpoint,
-        system.checkpoint_if_cancelled,
-        system.new_cancel_scope,
-    )
-    await system.spawn(lambda: Supervisor(spawner, channels), name=spawner.name)
-    return RunningTeam(team, spawner, telemetry, channels, desk)

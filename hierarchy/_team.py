@@ -206,6 +206,10 @@ class Team:
         async with self.start(journal=journal) as running:
             return await running.run(goal, deps=deps, concurrency=concurrency)
 
+    def __repr__(self) -> str:  # the prompts, models and tools are the workers' own
+        workers = ", ".join(repr(w.name) for w in self.workers)
+        return f"Team({self.name!r}, workers=[{workers}], budget={self.budget!r})"
+
 
 def _check_parts(team: Team) -> None:
     """A ``ConfigError`` naming the part of ``team`` that is not of its type (a dict for

@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment._json import JsonObject
+from regiment.errors import ConfigError
 from regiment.models._settings import ModelSettings
 from regiment.tools import ToolDefinition
 
@@ -324,7 +325,14 @@ def text_response(text: str, *, usage: Usage | None = None, model: str = "") -> 
         usage: the usage to report; ``None`` leaves it empty, and a
             ``ScriptedModel`` then fills in an estimate.
         model: the model name to report; empty lets a ``ScriptedModel`` fill in its own.
+
+    Raises:
+        ConfigError: ``text`` is not a ``str`` (the reply would carry it as its text).
     """
+    if not isinstance(text, str):
+        raise ConfigError(
+            f"text_response(text) takes the reply's text (a str); got {type(text).__name__}"
+        )
     return ModelResponse(
         parts=(TextPart(text=text),),
         stop_reason="end_turn",

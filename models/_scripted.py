@@ -89,6 +89,11 @@ class ScriptedModel:
                 f"ScriptedModel got the string {script[:40]!r} as its script; "
                 "pass a list of replies, e.g. ScriptedModel([...])"
             )
+        if not (callable(script) or isinstance(script, Sequence)):
+            raise ConfigError(
+                f"ScriptedModel's script must be a list of replies or a function of the "
+                f"request; got {type(script).__name__}: e.g. ScriptedModel(['the answer'])"
+            )
         if delta_size < 1:
             raise ConfigError(f"ScriptedModel: delta_size must be at least 1, got {delta_size}")
         if keep_requests is not None and keep_requests < 0:
@@ -204,6 +209,15 @@ class ScriptedModel:
             f"find out why the caller made another model call (its last message "
             f"began: {last[:80]!r})"
         )
+
+    def __repr__(self) -> str:
+        script = self._script
+        given = (
+            getattr(script, "__name__", "a function")
+            if callable(script)
+            else f"{len(script)} replies"
+        )
+        return f"ScriptedModel({self._name!r}, script={given}, calls={self._calls})"
 
 
 @functools.lru_cache(maxsize=256)  # scripts repeat their replies; cutting is pure

@@ -255,6 +255,9 @@ class Telemetry(StepSpans):
         """Headers that make ``span`` the parent of whatever receives them."""
         return headers_for(span)
 
+    def __repr__(self) -> str:
+        return f"Telemetry(tracing={self.tracing})"
+
 
 def _root(
     telemetry: Telemetry,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic_core import CoreSchema, SchemaValidator
 
-__all__ = ("closed_json_schema", "closed_validator")
+__all__ = ("closed_json_schema", "closed_validator", "fields_at", "node_at")
 
 _CLASSES = frozenset({"model", "dataclass", "typed-dict"})
 # Keys whose values are data or Python objects, not schemas: left as they are.
@@ -120,13 +120,19 @@ def fields_at(schema: JsonObject, path: tuple[object, ...]) -> list[str] | None:
     """The property names of the object at ``path`` (keys and list indexes) in the
     arguments that ``schema`` describes; ``None`` when that is not one object schema
     (a union of objects, say)."""
+    node = node_at(schema, path)
+    properties = None if node is None else node.get("properties")
+    return list(properties) if isinstance(properties, dict) else None
+
+
+def node_at(schema: JsonObject, path: tuple[object, ...]) -> dict[str, object] | None:
+    """The schema of the value at ``path`` (keys and list indexes) in the arguments
+    that ``schema`` describes, ``$ref`` followed; ``None`` when that is not one schema."""
     node: object = schema
-    for part in (*path, None):
+    for part in path:
         node = _resolved(schema, node)
         if node is None:
             return None
-        if part is None:
-            break
         if isinstance(part, int):
             node = node.get("items")
         elif isinstance(part, str):
@@ -134,9 +140,7 @@ def fields_at(schema: JsonObject, path: tuple[object, ...]) -> list[str] | None:
             node = properties.get(part) if isinstance(properties, dict) else None
         else:
             return None
-    assert isinstance(node, dict)
-    properties = node.get("properties")
-    return list(properties) if isinstance(properties, dict) else None
+    return _resolved(schema, node)
 
 
 def _resolved(root: JsonObject, node: object) -> dict[str, object] | None:

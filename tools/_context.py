@@ -46,6 +46,12 @@ class RunContext(Generic[DepsT]):
     idempotency_key: str
     deps: DepsT
 
+    def __repr__(self) -> str:  # deps may hold secrets (a key, a database handle): its type only
+        return (
+            f"RunContext(run_id={self.run_id!r}, step_id={self.step_id!r}, worker={self.worker!r}, "
+            f"call_id={self.call_id!r}, deps=<{type(self.deps).__name__}>)"
+        )
+
 
 def is_context_annotation(annotation: object) -> bool:
     """Whether a parameter annotation asks for the run's context."""

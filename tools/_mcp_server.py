@@ -326,6 +326,11 @@ def _check_url(url: str) -> None:
     itself not shown, as it may hold a key). A URL that did not parse failed the server's
     start with an ``ExceptionGroup`` of the ``ValueError``, raised again by the message
     that was to name it."""
+    if not isinstance(url, str):
+        raise ConfigError(
+            f"MCPServer.http needs a URL as a str, such as http://127.0.0.1:8000/mcp; "
+            f"got {type(url).__name__}"
+        )
     try:
         parts = urlsplit(url)
         _ = parts.port  # reading it checks it: a ValueError if it is no number or too big

@@ -20,11 +20,13 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from regiment._json import JsonObject, JsonValue
+from regiment._json_problems import non_finite, schema_problems
 from regiment._text import clipped
 from regiment.errors import ConfigError, ToolError
+from regiment.tools._argument_words import not_a_json_object
 from regiment.tools._context import RunContext
 from regiment.tools._mcp_server import MCPServer
-from regiment.tools._schema import BoundArguments, non_finite
+from regiment.tools._schema import BoundArguments
 from regiment.tools._tool import Tool
 
 if TYPE_CHECKING:
@@ -99,7 +101,7 @@ class JsonSchemaArguments:
     def validate(self, arguments: object) -> BoundArguments | str:
         """Check ``arguments`` against the schema; bind them as keywords."""
         if not isinstance(arguments, Mapping):
-            return f"arguments must be a JSON object (got {_shown(arguments)})"
+            return not_a_json_object(arguments, self._schema)
         from referencing.exceptions import Unresolvable
 
         data = cast(JsonObject, dict(arguments))
@@ -112,10 +114,7 @@ class JsonSchemaArguments:
         # but no JSON carries them to the server.
         unfinite = non_finite(data)
         if errors or unfinite:
-            described = [_describe(e.absolute_path, e.message) for e in errors[:_MAX_ERRORS]]
-            if len(errors) > _MAX_ERRORS:
-                described.append(f"... and {len(errors) - _MAX_ERRORS} more")
-            return "; ".join([*described, *unfinite[:_MAX_ERRORS]])
+            return "; ".join([*schema_problems(errors, _MAX_ERRORS), *unfinite[:_MAX_ERRORS]])
         return BoundArguments(args=(), kwargs=dict(data), as_json=data, sent=data)
 
     def call_arguments(
@@ -322,14 +321,3 @@ def _text(result: CallToolResult) -> str:
     from mcp.types import TextContent
 
     return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-def _describe(path: Iterable[str | int], message: str) -> str:
-    where = ""
-    for part in path:
-        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
-    return f"{where or 'arguments'}: {clipped(message, _MAX_SHOWN)}"
-
-
-def _shown(value: object) -> str:
-    return clipped(repr(value), _MAX_SHOWN)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import cast
 
 from regiment._json import JsonObject, JsonValue
+from regiment._text import json_shown
 from regiment.tools._result import ToolResult
 
 __all__ = (
@@ -37,9 +38,11 @@ def jsonable(value: object) -> JsonValue:
 
 def not_an_object(sent: JsonValue) -> str:
     """What is wrong with arguments a model adapter could not read as one JSON object."""
-    text = sent if isinstance(sent, str) else repr(sent)
-    shown = text if len(text) <= 200 else text[:197] + "..."
-    return f"the arguments are not one JSON object (got {shown!r}); send them as a JSON object"
+    # Text the adapter could not parse is shown as the model wrote it, not quoted again.
+    if not isinstance(sent, str):
+        return f"the arguments are not one JSON object (got {json_shown(sent, 200)}); send them as a JSON object"
+    shown = sent if len(sent) <= 200 else sent[:197] + "..."
+    return f"the arguments are not one JSON object (got {shown}); send them as a JSON object"
 
 
 def raw_arguments(arguments: object) -> JsonObject:

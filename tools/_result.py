@@ -7,6 +7,7 @@ import json
 import msgspec
 
 from regiment._json import JsonObject, JsonValue
+from regiment._text import json_shown
 
 __all__ = ("ToolResult",)
 
@@ -60,3 +61,10 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
         if isinstance(self.content, str):
             return self.content
         return json.dumps(self.content, separators=(",", ":"), ensure_ascii=False)
+
+    def __repr__(self) -> str:  # its content may be 100,000 characters
+        error = f", error_type={self.error_type!r}" if self.is_error else ""
+        return (
+            f"ToolResult(tool_name={self.tool_name!r}, call_id={self.call_id!r}, "
+            f"is_error={self.is_error}{error}, content={json_shown(self.content)})"
+        )

@@ -20,17 +20,18 @@ import functools
 import inspect
 import json
 import logging
-import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, cast, get_args, get_origin
 
 import msgspec
 
 from regiment._json import JsonObject
+from regiment._json_problems import non_finite
 from regiment.errors import ConfigError
-from regiment.tools._closed import closed_json_schema, closed_validator, fields_at
+from regiment.tools._argument_words import not_a_json_object, pydantic_problem
+from regiment.tools._closed import closed_json_schema, closed_validator
 from regiment.tools._context import is_context_annotation
 from regiment.tools._plain import is_plain_annotation, is_plain_data
 from regiment.tools._schema_parts import clean_schema, schema_error
@@ -40,11 +41,9 @@ if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
     from pydantic_core import SchemaValidator
 
-__all__ = ("ArgumentSpec", "BoundArguments", "non_finite")
+__all__ = ("ArgumentSpec", "BoundArguments")
 
-_MAX_SHOWN = 80
 _PLAIN = frozenset({str, int, bool, type(None)})  # JSON values _whole_numbers leaves alone
-_UNKNOWN_KEY = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
 
 
 class BoundArguments(msgspec.Struct, frozen=True):
@@ -161,7 +160,7 @@ class ArgumentSpec:
                 if bound is not None:
                     return bound
         elif not isinstance(arguments, Mapping):
-            return f"arguments must be a JSON object (got {_shown(arguments)})"
+            return not_a_json_object(arguments, self.schema)
         try:
             # Through JSON text: strict mode's JSON rules are the ones that match the
             # schema (a date is a string there, a nested model an object).
@@ -183,7 +182,9 @@ class ArgumentSpec:
             if not isinstance(exc, ValidationError):
                 raise
             errors = exc.errors(include_url=False)
-            return "; ".join([*(_describe(error, self.schema) for error in errors), *unfinite])
+            return "; ".join(
+                [*(pydantic_problem(error, self.schema) for error in errors), *unfinite]
+            )
         if unfinite:
             return "; ".join(unfinite)
         return self._bound(instance, arguments)
@@ -208,27 +209,6 @@ class ArgumentSpec:
             instance.model_dump(mode="json", by_alias=True, fallback=_unshown),
             cast(JsonObject, dict(arguments)),
         )
-
-
-def non_finite(arguments: object) -> list[str]:
-    """What is wrong with each number in ``arguments`` that is NaN or infinite (as a
-    lenient JSON parser reads ``NaN`` and ``Infinity``); none: ``[]``."""
-    found: list[str] = []
-    _non_finite(arguments, (), found)
-    return found
-
-
-def _non_finite(value: object, at: tuple[object, ...], found: list[str]) -> None:
-    if isinstance(value, float) and not math.isfinite(value):
-        found.append(f"{_location(at)}: Input should be a finite number (got {value!r})")
-        return
-    items: Iterable[tuple[object, object]] = ()
-    if isinstance(value, Mapping):
-        items = value.items()
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    for key, item in items:
-        _non_finite(item, (*at, key), found)
 
 
 def _unshown(value: object) -> str:
@@ -336,33 +316,3 @@ def _annotated_text(annotation: object) -> str | None:
     if get_origin(annotation) is not Annotated:
         return None
     return next((m for m in get_args(annotation)[1:] if isinstance(m, str) and m.strip()), None)
-
-
-def _describe(error: Mapping[str, object], schema: JsonObject) -> str:
-    loc = error.get("loc", ())
-    assert isinstance(loc, tuple)
-    where = _location(loc)
-    kind = error["type"]
-    if kind in _UNKNOWN_KEY:  # pydantic's words differ for a dataclass; say what to send
-        text = f"{where}: no such field"
-        names = fields_at(schema, loc[:-1])
-        if names is not None:  # no "; ": it separates the problems
-            owner = f"{_location(loc[:-1])} has" if len(loc) > 1 else "the arguments have"
-            text += f", {owner} only {', '.join(names) or 'no fields'}"
-        return f"{text} (got {_shown(error.get('input'))})"
-    text = f"{where}: {error['msg']}"
-    if kind != "missing":
-        text += f" (got {_shown(error.get('input'))})"
-    return text
-
-
-def _location(loc: tuple[object, ...]) -> str:
-    where = ""
-    for part in loc:
-        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
-    return where or "arguments"
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."

@@ -6,6 +6,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import TypeAlias, final
 
 from regiment._json import JsonValue
+from regiment._text import json_shown
 from regiment.errors import ConfigError
 from regiment.tools._approval import Approver
 from regiment.tools._context import RunContext
@@ -175,7 +176,7 @@ class Toolset:
                 ToolResult(
                     call_id=call_id,
                     tool_name=name,
-                    content=self._unknown(name),
+                    content=_unknown_called(name, self._tools),
                     is_error=True,
                     error_type="unknown_tool",
                     arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
@@ -292,3 +293,8 @@ def _one_approver(a: Toolset, b: Toolset) -> Approver | None:
 
 async def _ready(result: ToolResult) -> ToolResult:
     return result
+
+
+def _unknown_called(name: str, tools: Mapping[str, object]) -> str:
+    """A call of a tool the set has not, as the model reads it: the name it sent as JSON."""
+    return f"no tool {json_shown(name)}; call one of: {', '.join(sorted(tools)) or '(none)'}"

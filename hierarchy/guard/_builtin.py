@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from regiment._json_problems import schema_problems
 from regiment.errors import ConfigError
 from regiment.hierarchy.guard._note import SubjectKind
 from regiment.hierarchy.guard._types import (
@@ -217,9 +218,8 @@ def tool_result_schema(
         error = jsonschema.exceptions.best_match(validator.iter_errors(subject.content))
         if error is None:
             return Pass()
-        where = "/".join(str(p) for p in error.absolute_path) or "the result"
-        return Trip(
-            f"{subject.tool} returned data that does not match its schema at {where}: {error.message}"
-        )
+        # Worded as a model reads JSON (``"three"``, not ``'three'``): it is told the reason.
+        (problem, *_) = schema_problems([error], 1, whole="result")
+        return Trip(f"{subject.tool} returned data that does not match its schema: {problem}")
 
     return Guardrail(inline(check), "tool_result", name=name, on_trip=on_trip)

@@ -155,7 +155,9 @@ async def _judge(
     except BudgetExceeded as exc:  # a judge call the budget refused: say why
         return Trip(str(exc)), ""
     except Exception as exc:  # a guard that raises trips: fail closed
-        _log.warning("guardrail %s raised %s: %s", guard.name, type(exc).__name__, exc)
+        _log.warning(  # the application's code: its traceback is what finds the bug
+            "guardrail %s raised %s: %s", guard.name, type(exc).__name__, exc, exc_info=exc
+        )
         mark_error(span, error_type(exc), f"{type(exc).__name__}: {exc}", capture=capture)
         return Trip(type(exc).__name__), f"raised {type(exc).__name__}: {clipped(str(exc))}"
     except BaseException as exc:  # a cancellation or an interrupt, as a rule

@@ -290,6 +290,12 @@ class RunEvents:
         ending = None if self._channel is None else self._channel.ending
         return ending if isinstance(ending, RunCompleted | RunFailed) else None
 
+    def __repr__(self) -> str:
+        ending = self.ending
+        if isinstance(ending, RunCompleted):
+            return f"<RunEvents of run {ending.result.run_id!r}: ended {ending.result.status}>"
+        return "<RunEvents: ended, failed>" if ending else "<RunEvents: running>"
+
     def __aiter__(self) -> RunEvents:
         return self
 

@@ -7,13 +7,14 @@ plan and the answer pass through them (``RunGuards``) before they are acted on.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, assert_never
 
 from opentelemetry.trace import Span
 
 from regiment.actors import Actor
-from regiment.errors import GuardrailError, PlanError, RunError
+from regiment.errors import GuardrailError, PlanError, RegimentError, RunError
 from regiment.hierarchy._cut_calls import billed
 from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._model_call import described
@@ -61,6 +62,8 @@ _PURPOSES: dict[GuardRole, Purpose] = {
     "critic": "critique",
     "synthesizer": "synthesis",
 }
+
+_log = logging.getLogger("regiment.run")
 
 
 class GuardedActor(Actor[PlannerMessage, None]):
@@ -225,4 +228,8 @@ def model_failure(reply: ModelReplied) -> RunError:
     why = "no detail" if reply.error is None else described(reply.error)
     error = RunError(f"the {reply.purpose} model call failed: {why}")
     error.__cause__ = reply.error
+    if reply.error is not None and not isinstance(reply.error, RegimentError):
+        # The application's model raised: a stream's RunFailed and a service's view keep
+        # only the text; the traceback goes to the log (at DEBUG, as a step's does).
+        _log.debug("the %s model call failed: %s", reply.purpose, why, exc_info=reply.error)
     return error

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, final
 import msgspec
 
 from regiment._stray import raise_stray
+from regiment._text import json_shown
 from regiment.errors import ConfigError, ModelError, ModelRefused, OutputInvalid, RunError
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.guard._roles import Caller
@@ -194,8 +195,7 @@ def _problems(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"]) or "the answer"
         text = f"{where}: {error['msg']}"
         if error["type"] != "missing":
-            shown = repr(error.get("input"))
-            text += f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
+            text += f" (got {json_shown(error.get('input'))})"  # as the model wrote it: JSON
         said.append(text)
     return "; ".join(said) or str(exc)
 

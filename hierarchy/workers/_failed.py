@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 from regiment.errors import (
     ApprovalError,
     ClusterLost,
     ConfigError,
     ModelAPIError,
     ModelError,
+    RegimentError,
     StepFailed,
     ToolError,
 )
@@ -18,6 +21,8 @@ from regiment.hierarchy.workers._loop import StepProgress
 from regiment.telemetry import error_type
 
 __all__ = ("failed_report", "is_fatal")
+
+_log = logging.getLogger("regiment.worker")
 
 
 def is_fatal(exc: BaseException) -> bool:
@@ -57,6 +62,7 @@ def failed_report(
 
     A reply the model refused, or a stream that broke after the provider reported its
     tokens, was billed all the same: the report counts it."""
+    _log_applications(assign, worker, exc)
     if isinstance(exc, ModelError) and exc.usage is not None:
         progress.model_calls += exc.model_calls
         progress.usage = progress.usage + exc.usage
@@ -68,4 +74,27 @@ def failed_report(
         error=f"{where}{exc}" if isinstance(exc, HookFailed) else f"{where}{described(exc)}",
         error_type=error_type(exc),
         fatal=is_fatal(exc),
+    )
+
+
+def _log_applications(assign: AssignStep, worker: str, exc: BaseException) -> None:
+    """Log, with its traceback, what the application's own code raised that ended the
+    step (a model of its own, an approver, a hook), directly or as the cause of one of
+    ours: the report and the planner keep only its text, and a traceback nobody sees
+    is a bug nobody finds. At DEBUG, as a tool's: the step's end is the WARNING (on
+    ``regiment.run``), logged once."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while isinstance(cause, RegimentError) and id(cause) not in seen:
+        seen.add(id(cause))
+        cause = cause.__cause__
+    if cause is None or isinstance(cause, RegimentError):
+        return  # ours all the way down: its message says what happened
+    _log.debug(
+        "%s %s: the step failed: %s",
+        worker,
+        assign.step.id,
+        described(cause),
+        exc_info=cause,
+        extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
     )

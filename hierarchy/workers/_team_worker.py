@@ -114,6 +114,9 @@ class TeamWorker:
         limit = self.team.budget.model_calls
         return DEFAULT_TEAM_STEP_MODEL_CALLS if limit is None else limit
 
+    def __repr__(self) -> str:
+        return f"TeamWorker({self.name!r}, team={self.team.name!r})"
+
 
 def child_goal(parent_team: str, assign: AssignStep) -> str:
     """The child run's goal: the step, then the parent's goal and the results it builds on."""

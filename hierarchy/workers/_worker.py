@@ -242,6 +242,10 @@ class Worker:
         """Its iteration cap: one model call per iteration."""
         return self.max_iterations
 
+    def __repr__(self) -> str:  # the model's own repr leaves out its key
+        tools = self.tools if isinstance(self.tools, Toolset | list | tuple) else "..."
+        return f"Worker({self.name!r}, model={self.model!r}, tools={tools!r})"
+
 
 class StepLimits(TypedDict):
     """A :class:`StepActor`'s options for a :class:`Worker`'s steps (see ``step_limits``)."""

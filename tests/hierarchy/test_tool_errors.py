@@ -165,7 +165,7 @@ async def test_a_refused_call_is_not_a_raise(caplog: pytest.LogCaptureFixture) -
     assert [(p.is_error, p.content) for p in told] == [
         (
             True,
-            "invalid arguments for tool 'divide': a: Input should be a valid integer (got 'one')",
+            "invalid arguments for tool 'divide': a: Input should be a valid integer (got \"one\")",
         )
     ]
     assert any(isinstance(e, StepCompleted) for e in seen)

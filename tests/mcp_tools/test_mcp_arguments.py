@@ -18,17 +18,21 @@ async def test_nan_and_infinity_are_refused_before_the_call() -> None:
     server = MCPServer.stdio(SERVER_COMMAND, name="calc", include=["add", "half"])
     async with MCPHub.open() as hub:
         tools = (await hub.worker_tools(Toolset("w"), [server])).current()
-        for bad in (float("nan"), float("inf"), float("-inf")):
+        for bad, shown in (
+            (float("nan"), "NaN"),
+            (float("inf"), "Infinity"),
+            (-float("inf"), "-Infinity"),
+        ):
             result = await tools.call("half", {"x": bad}, call_id="c")
             assert result.error_type == "invalid_arguments"
             assert result.attempts == 0  # never sent
             assert result.content == (
-                f"invalid arguments for tool 'half': x: Input should be a finite number (got {bad!r})"
+                f"invalid arguments for tool 'half': x: Input should be a finite number (got {shown})"
             )
         both = await tools.call("add", {"a": "one", "b": float("nan")}, call_id="d")
         assert both.content == (  # reported with the schema's own findings
-            "invalid arguments for tool 'add': a: 'one' is not of type 'integer'; "
-            "b: nan is not of type 'integer'; b: Input should be a finite number (got nan)"
+            "invalid arguments for tool 'add': a: Input should be an integer (got \"one\"); "
+            "b: Input should be an integer (got NaN); b: Input should be a finite number (got NaN)"
         )
         fine = await tools.call("half", {"x": 3}, call_id="e")
         assert (fine.is_error, fine.content) == (False, {"result": 1.5})

@@ -94,13 +94,14 @@ async def test_a_server_that_failed_says_to_read_its_log(plain_http: ThreadingHT
         ("http://127.0.0.1:99999/mcp", "does not parse (Port out of range 0-65535)"),
         ("http://127.0.0.1:port/mcp", "does not parse (Port could not be cast"),
         ("http:///mcp", "needs a URL with a host"),
+        (8000, "needs a URL as a str, such as http://127.0.0.1:8000/mcp; got int"),
     ],
 )
-def test_a_url_that_does_not_parse_is_a_config_error_at_once(url: str, why: str) -> None:
+def test_a_url_that_does_not_parse_is_a_config_error_at_once(url: str | int, why: str) -> None:
     """It was an ``ExceptionGroup`` of a ``ValueError`` when the team started (the
     message meant to name the server could not parse its URL either)."""
     with pytest.raises(ConfigError, match=r"MCPServer\.http needs a ") as info:
-        MCPServer.http(url, name="h")
+        MCPServer.http(url, name="h")  # type: ignore[arg-type]  # (an int: it said AttributeError)
     assert why in str(info.value)
 
 

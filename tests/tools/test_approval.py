@@ -114,7 +114,7 @@ async def test_edited_arguments_are_validated_again() -> None:
     assert result.error_type == "invalid_arguments"
     assert result.content == (
         "invalid arguments for tool 'issue_refund' as edited by the approver: amount: Input "
-        "should be a valid number (got 'five')"
+        'should be a valid number (got "five")'
     )
 
 

@@ -92,8 +92,8 @@ async def test_a_misspelt_nested_key_is_refused_and_the_body_never_runs() -> Non
     assert result.is_error
     assert result.error_type == "invalid_arguments"
     assert result.content == (
-        "invalid arguments for tool 'ship': to.zip_code: Field required; "
-        "to.zipcode: no such field, to has only street, zip_code (got '1234')"
+        "invalid arguments for tool 'ship': to.zip_code: Field required, send a string; "
+        'to.zipcode: no such field, to has only street, zip_code (got "1234")'
     )
 
 

@@ -86,10 +86,7 @@ async def test_an_unknown_tool_is_an_error_result_naming_the_real_ones() -> None
     assert result == ToolResult(
         call_id="c9",
         tool_name="send_email",
-        content=(
-            "worker tool set 'billing' has no tool 'send_email'; "
-            "its tools are: check_eligibility, issue_refund"
-        ),
+        content=('no tool "send_email"; call one of: check_eligibility, issue_refund'),
         is_error=True,
         error_type="unknown_tool",
         arguments={"to": "ana"},
@@ -99,7 +96,7 @@ async def test_an_unknown_tool_is_an_error_result_naming_the_real_ones() -> None
 @pytest.mark.anyio
 async def test_an_empty_tool_set_says_so() -> None:
     result = await Toolset("idle", []).call("anything", {}, call_id="c")
-    assert result.content == "worker tool set 'idle' has no tool 'anything'; its tools are: (none)"
+    assert result.content == 'no tool "anything"; call one of: (none)'
 
 
 @pytest.mark.anyio

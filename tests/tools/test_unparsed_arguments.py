@@ -25,8 +25,8 @@ async def test_unreadable_arguments_are_an_invalid_arguments_result_the_body_nev
     assert (result.is_error, result.error_type, result.attempts) == (True, "invalid_arguments", 0)
     assert result.content == (
         "invalid arguments for tool 'list_notes': the arguments are not one JSON object "
-        """(got '{"prefix": "gro'); send them as a JSON object"""
+        """(got {"prefix": "gro); send them as a JSON object"""
     )
     assert list_notes.validated({UNPARSED_ARGUMENTS: "[1, 2]"}) == (
-        "the arguments are not one JSON object (got '[1, 2]'); send them as a JSON object"
+        "the arguments are not one JSON object (got [1, 2]); send them as a JSON object"
     )

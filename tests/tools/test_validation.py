@@ -55,10 +55,10 @@ async def test_every_wrong_field_is_named_with_what_was_expected() -> None:
     assert result.attempts == 0
     assert result.content == (
         "invalid arguments for tool 'issue_refund': "
-        "order_id: Field required; "
-        "amount: Input should be a valid number (got 'ten'); "
-        "kind: Input should be 'full' or 'partial' (got 'some'); "
-        "notes: no such field, the arguments have only order_id, amount, kind, note (got 'x')"
+        "order_id: Field required, send a string; "
+        'amount: Input should be a valid number (got "ten"); '
+        'kind: Input should be "full" or "partial" (got "some"); '
+        'notes: no such field, the arguments have only order_id, amount, kind, note (got "x")'
     )
     assert result.arguments == {"amount": "ten", "kind": "some", "notes": "x"}
 
@@ -72,9 +72,9 @@ async def test_nested_locations_are_spelled_out() -> None:
     result = await call(ship, {"to": {"zip_code": 7}, "parcels": [1, "two"]})
     assert result.content == (
         "invalid arguments for tool 'ship': "
-        "to.street: Field required; "
+        "to.street: Field required, send a string; "
         "to.zip_code: Input should be a valid string (got 7); "
-        "parcels[1]: Input should be a valid integer (got 'two')"
+        'parcels[1]: Input should be a valid integer (got "two")'
     )
 
 
@@ -83,7 +83,7 @@ async def test_long_inputs_are_shortened_in_the_message() -> None:
     made, _ = make_refund_tool()
     result = await call(made, {"order_id": "1", "amount": "x" * 500, "kind": "full"})
     assert isinstance(result.content, str)
-    assert "(got 'xxxx" in result.content
+    assert '(got "xxxx' in result.content
     assert "...)" in result.content
     assert len(result.content) < 250
 
@@ -94,7 +94,8 @@ async def test_arguments_that_are_not_an_object() -> None:
     result = await made.call(["88213"], call_id="c")  # type: ignore[arg-type]
     assert ran == []
     assert result.content == (
-        "invalid arguments for tool 'issue_refund': arguments must be a JSON object (got ['88213'])"
+        "invalid arguments for tool 'issue_refund': arguments must be a JSON object "
+        'with order_id, amount, kind, note (got ["88213"])'
     )
     assert result.arguments == {}
 
@@ -275,13 +276,17 @@ async def test_nan_and_infinity_are_refused_by_field() -> None:
     """A lenient JSON parser reads ``NaN`` and ``Infinity``; no schema "number" is one.
     They reached the body (a refund of ``nan``)."""
     made, ran = make_refund_tool()
-    for bad in (float("nan"), float("inf"), float("-inf")):
+    for bad, shown in (
+        (float("nan"), "NaN"),
+        (float("inf"), "Infinity"),
+        (-float("inf"), "-Infinity"),
+    ):
         result = await call(made, {"order_id": "o", "amount": bad, "kind": "full"})
         assert ran == []
         assert result.error_type == "invalid_arguments"
         assert result.content == (
             "invalid arguments for tool 'issue_refund': "
-            f"amount: Input should be a finite number (got {bad!r})"
+            f"amount: Input should be a finite number (got {shown})"
         )
 
     @tool
@@ -291,6 +296,6 @@ async def test_nan_and_infinity_are_refused_by_field() -> None:
     result = await call(ship, {"to": {"street": "s", "zip": "1"}, "weights": [1.5, float("nan")]})
     assert result.content == (
         "invalid arguments for tool 'ship': "
-        "to.zip: no such field, to has only street, zip_code (got '1'); "  # reported together
-        "weights[1]: Input should be a finite number (got nan)"
+        'to.zip: no such field, to has only street, zip_code (got "1"); '  # reported together
+        "weights[1]: Input should be a finite number (got NaN)"
     )
