@@ -14,6 +14,7 @@ journal under ``synchronous="normal"`` fsyncs only those commits).
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -167,7 +168,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
         error = self._broken.pop(key, None)
         self._unreported.discard(key)
         if error is not None:
-            raise error
+            raise _raised(error)
 
     # -- writing ---------------------------------------------------------------
 
@@ -230,7 +231,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
         error = self._broken.get(key)
         if error is not None:
             self._unreported.discard(key)
-            raise error
+            raise _raised(error)
 
     async def _wait_committed(self, position: int) -> None:
         while self._committed < position:
@@ -276,7 +277,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
         self._lost.update(refused.renewals)
         for key, error in refused.leases.items():
             if key not in self._broken:
-                self._broken[key] = error
+                self._broken[key] = _kept(error)
                 self._unreported.add(key)
         self._tell_watchers(batch.records, refused.leases)
 
@@ -297,7 +298,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
         finally:
             await self._close_stores()
         for key in sorted(self._unreported):
-            raise self._broken[key]
+            raise _raised(self._broken[key])
 
 
 def _take_buffer(journal: BufferedJournal) -> Batch:
@@ -307,6 +308,29 @@ def _take_buffer(journal: BufferedJournal) -> Batch:
     parts = (journal._creations, journal._buffer, journal._renewals, journal._releases)
     journal._creations, journal._buffer, journal._renewals, journal._releases = [], [], [], []
     return Batch(*parts, durable)
+
+
+def _kept(error: JournalError) -> JournalError:
+    """``error``, to keep until its lease's next call, without the frames its raise (and
+    its cause's) went through: a run whose journal failed ends, and a long-lived journal
+    kept every such run's frames, with what they held (its records), until it closed."""
+    seen: list[BaseException] = []
+    links: list[BaseException | None] = [error]
+    while links:  # (these raises are over: the commit caught them)
+        link = links.pop()
+        if link is not None and link not in seen:
+            seen.append(link)
+            link.__traceback__ = None
+            links += (link.__cause__, link.__context__)
+    return error
+
+
+def _raised(error: JournalError) -> JournalError:
+    """A copy of the kept ``error`` to raise: each raise of the kept one itself would
+    add the raising frames to it, and keep them with it."""
+    fresh = copy.copy(error)  # (its class, message and attributes: LeaseLost's owner)
+    fresh.__cause__ = error.__cause__
+    return fresh
 
 
 def _refuse_all(batch: Batch, error: JournalError) -> Refused:
