@@ -11,6 +11,10 @@ step span it sends (:meth:`HeldEnds.expect`); once ended, such a span waits here
 run says its report is committed (:meth:`HeldEnds.release`: it goes on to the provider's
 processors), or that the journal will never hold it (:meth:`HeldEnds.drop`: the resume
 ends it). Only spans a run expects are held: a Ray replica's, or an untraced run's, never.
+
+A span told to be dropped before it started is forgotten at once: it may never start (a
+step cut while queued, or a provider that is not the SDK's, whose spans never come here),
+and a long-lived team must not keep such an entry for good.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ("HeldEnds",)
 
 _DROP = None  # an expected span's fate once the journal will never hold its report
+_STARTED = 1  # an expected span's, started and not ended (False: not started yet)
 
 
 @final
@@ -37,8 +42,13 @@ class HeldEnds:
 
     def __init__(self) -> None:
         self.inner: Any = None  # the SDK tracer's processor, set as the copy is made
-        # An expected span's id: its ended span (held), False (not ended yet) or _DROP.
-        self._expected: dict[int, ReadableSpan | bool | None] = {}
+        # An expected span's id: False (not started), _STARTED, its ended span (held) or
+        # _DROP (started, to drop as it ends).
+        self._expected: dict[int, ReadableSpan | int | None] = {}
+
+    def __len__(self) -> int:
+        """How many spans it waits for (expected, held, or to drop as they end)."""
+        return len(self._expected)
 
     def expect(self, span_id: str) -> None:
         """Hold the span of id ``span_id`` (16 hex digits) once it ends."""
@@ -49,7 +59,7 @@ class HeldEnds:
         their steps did."""
         for span_id in span_ids:
             held = self._expected.pop(int(span_id, 16), False)
-            if held is not False and held is not None:
+            if held is not False and held is not None and held is not _STARTED:  # it ended
                 self.inner.on_end(held)
 
     def drop(self, span_ids: Iterable[str]) -> None:
@@ -57,11 +67,14 @@ class HeldEnds:
         so the resume that finishes the run ends each, once, as interrupted."""
         for span_id in span_ids:
             key = int(span_id, 16)
-            if self._expected.pop(key, _DROP) is False:  # not ended yet: drop it as it ends
+            if self._expected.pop(key, _DROP) is _STARTED:  # not ended yet: drop it as it ends
                 self._expected[key] = _DROP
 
     # The SDK's SpanProcessor, as the span calls it.
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        key = span.context.span_id if span.context is not None else 0
+        if self._expected.get(key, True) is False:  # a run's step: it may now end
+            self._expected[key] = _STARTED
         self.inner.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
@@ -76,7 +89,7 @@ class HeldEnds:
             self.inner.on_end(span)
         elif fate is _DROP:
             del self._expected[key]
-        else:
+        else:  # (started: it came through on_start)
             self._expected[key] = span
 
     def shutdown(self) -> None:
