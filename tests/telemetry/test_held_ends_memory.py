@@ -1,11 +1,18 @@
-"""What a long-lived traced team keeps of its journaled runs' held step spans: nothing,
-once the runs are over, whichever way they ended (done, a failed step, cancelled by the
-caller, or failed by the journal with their steps' reports not written), and nothing of
-a step span told to be dropped before it ever started (a step cut while queued never
-starts its span: the entry waited for an end that never came)."""
+"""What a long-lived traced team keeps of its journaled runs: no held step span once the
+runs are over, whichever way they ended (done, a failed step, cancelled by the caller, or
+failed by the journal with their steps' reports not written), and nothing of a step span
+told to be dropped before it ever started (a step cut while queued never starts its span:
+the entry waited for an end that never came).
+
+Nor any record of the runs the journal failed: it kept each failed lease's error (for
+the run's resume) with the traceback of every raise of it, the frames of the commit and
+of the run's flush, and what they held (the run's encoded records). A real failure:
+another connection holds the SQLite file's write lock past the journal's ``busy_timeout``.
+"""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from regiment.errors import JournalError, StepFailed
 from regiment.hierarchy import Planner, Team, Worker
 from regiment.journal import SqliteJournal
+from regiment.journal._store import Pending
 from regiment.models import ModelRequest, ScriptedModel
 from regiment.telemetry import SpanCollector, Telemetry, step_ends, step_span_headers
 
@@ -92,11 +100,14 @@ async def test_a_long_lived_team_holds_no_step_span_once_its_runs_are_over(
                     blocker.execute("ROLLBACK")
                 await journal.flush()
                 kept.append(len(ends))
+            gc.collect()
+            records = sum(isinstance(o, Pending) for o in gc.get_objects())
     finally:
         blocker.close()
         await journal.close()
         provider.shutdown()
     assert kept == [0] * len(KINDS)
+    assert records == 0  # every commit is done: no run's records are held (36 on main)
     assert collector.spans()  # (traced: its step spans went through)
 
 
