@@ -102,6 +102,8 @@ class Replay:
             case ModelCallFinished(call_key=key, response=response):
                 self.responses[key] = response
                 self.started.pop(key, None)
+                if record.role is not None:  # (a planner-side judge's, journaled with it)
+                    self.roles.setdefault(key, record.role)
                 if record.calls != 1 or record.unpaid is not None or record.failed is not None:
                     self.asked[key] = record
                     for ask in range(2, record.calls + 1):  # a synthesis' later asks

@@ -32,6 +32,7 @@ __all__ = ("JudgeTape", "charge_failed", "failure", "failed_reply", "raised_agai
 _KINDS: dict[str, type[ModelError]] = {
     c.__name__: c for c in (ModelAPIError, ModelConnectionError, ModelRefused, ScriptExhausted)
 }
+_BASES = frozenset(_KINDS.values())
 _CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
 
 
@@ -51,7 +52,10 @@ def charge_failed(responses: list[ModelResponse], exc: ModelError) -> None:
 def failure(exc: ModelError) -> tuple[ModelResponse, int, JsonObject]:
     """What journals the failed call ``exc`` (a judge's, or a worker's own): its reply (what it spent), its model calls
     (0: it reported no usage, and the run charged none) and ``ModelCallFinished.failed``."""
-    kind = type(exc).__name__ if type(exc) in _KINDS.values() else ModelError.__name__
+    # An error of a class of one's own (a provider's ModelAPIError subclass, say) is
+    # journaled as the nearest class a resume can raise again, so the guard or the step
+    # meets it as it did: a ModelRefused caught as such, a permanent ModelAPIError fatal.
+    kind = next((c.__name__ for c in type(exc).__mro__ if c in _BASES), ModelError.__name__)
     calls = 0 if exc.usage is None else exc.model_calls
     failed: JsonObject = {"error": kind, "message": str(exc)}
     if isinstance(exc, ModelAPIError):  # what decides a step's failure: fatal, or replanned
