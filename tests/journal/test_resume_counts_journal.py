@@ -86,6 +86,41 @@ async def _resume_until(
         tg.cancel_scope.cancel()
 
 
+async def _resumed_end(
+    where: str,
+    answered: team_of.Answered,
+    stop: str,
+    status: str,
+    *,
+    race: bool = False,
+    nested: bool = False,
+) -> RunResult:
+    """Run the team (``race``, ``nested``) on the journal at ``where`` to its pause,
+    approve, resume it until ``stop`` (``_resume_until``), and check that its journaled
+    end, ``status``, counts each reply and tool call once; that end."""
+    journal = await open_journal(where)
+    try:
+        run_id = await _paused(journal, answered, race, nested)
+        team = team_of.make_team(
+            answered,
+            race=race,
+            nested=nested,
+            hang=stop == "in tool",
+            hang_synthesis=stop == "SynthesisStarted",
+        )
+        await _resume_until(journal, team, run_id, stop, answered)
+        ended = await _journaled_end(journal, run_id)
+        info = await journal.get_run(run_id)
+    finally:
+        await journal.close()
+    assert (ended.status, info.status) == (status, status)
+    _counts(ended, answered)
+    # the refund calls asked before the pause, counted once whether the resume got to
+    # them or not (one ran again counts once too)
+    assert ended.tool_calls == answered.tool_calls
+    return ended
+
+
 @pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
 @pytest.mark.parametrize(
     ("stop", "race", "status"),
@@ -107,22 +142,8 @@ async def test_a_resume_counts_each_journaled_reply_once(
     request: pytest.FixtureRequest,
 ) -> None:
     answered = team_of.Answered()
-    journal = await open_journal(journal_at(kind, tmp_path, request))
-    try:
-        run_id = await _paused(journal, answered, race)
-        team = team_of.make_team(
-            answered, race=race, hang=stop == "in tool", hang_synthesis=stop == "SynthesisStarted"
-        )
-        await _resume_until(journal, team, run_id, stop, answered)
-        ended = await _journaled_end(journal, run_id)
-        info = await journal.get_run(run_id)
-    finally:
-        await journal.close()
-    assert (ended.status, info.status) == (status, status)
-    _counts(ended, answered)
-    # the refund calls asked before the pause, counted once whether the resume got to
-    # them or not (one ran again counts once too)
-    assert ended.tool_calls == answered.tool_calls
+    where = journal_at(kind, tmp_path, request)
+    ended = await _resumed_end(where, answered, stop, status, race=race)
     if stop == "SynthesisStarted":  # the clerk's second reply, then the synthesis cut
         assert answered.replies[-1][0] == "worker"
         assert ended.estimated_usage.output_tokens > 0
@@ -176,17 +197,7 @@ async def test_a_resume_counts_what_its_nested_teams_journaled(
     resume counts the nested run's journaled replies and tool call (its planner's, the
     clerk's) to ``desk`` whether or not it sends the step there again, once."""
     answered = team_of.Answered()
-    journal = await open_journal(journal_at(kind, tmp_path, request))
-    try:
-        run_id = await _paused(journal, answered, race=False, nested=True)
-        team = team_of.make_team(answered, hang=stop == "in tool", nested=True)
-        await _resume_until(journal, team, run_id, stop, answered)
-        ended = await _journaled_end(journal, run_id)
-        info = await journal.get_run(run_id)
-    finally:
-        await journal.close()
-    assert (ended.status, info.status) == (status, status)
-    _counts(ended, answered)
-    assert ended.tool_calls == answered.tool_calls
+    where = journal_at(kind, tmp_path, request)
+    ended = await _resumed_end(where, answered, stop, status, nested=True)
     desk = [usage for role, usage, _ in answered.replies if not role.startswith("top ")]
     assert ended.usage_by_role["desk"] == sum(desk, Usage())
