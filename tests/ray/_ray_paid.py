@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from regiment import Budget, Planner, Price, Ray, ScriptedModel, Team, Worker, tool
+from regiment import Budget, Planner, Ray, ScriptedModel, Team, Worker, tool
 from regiment.models import (
     ModelRequest,
     ModelResponse,
@@ -22,8 +22,7 @@ from regiment.models import (
     text_response,
 )
 
-GOAL = "refund order 7"
-PRICE = Price(input=1.0, output=1.0)
+from ..journal.paid_replies_team import PRICE
 
 
 def _used(role: str, n: int) -> Usage:

@@ -17,6 +17,7 @@ from regiment import Approve, Budget
 from regiment.journal import ModelCallFinished, open_journal
 from regiment.models import Usage
 
+from ..journal.paid_replies_team import GOAL
 from . import _ray_paid as team_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.ray, pytest.mark.timeout(180)]  # Ray starts processes
@@ -28,7 +29,7 @@ async def test_a_replica_stopped_part_way_counts_what_it_never_replayed(
     journal = await open_journal(str(tmp_path / "runs.db"))
     try:
         async with team_of.make_team(on_ray=True).start(journal=journal) as running:
-            paused = await running.run(team_of.GOAL)
+            paused = await running.run(GOAL)
             (pending,) = paused.pending_approvals
             await running.approve(pending.request_id, Approve())
         team = team_of.make_team(on_ray=True, budget=Budget(model_calls=3))
