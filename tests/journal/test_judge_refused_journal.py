@@ -190,23 +190,37 @@ async def test_a_refusal_of_an_own_class_is_met_as_such_on_resume(
 
 
 @pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
-async def test_a_plan_judge_never_replayed_is_charged_to_the_planner(
-    anyio_backend: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest
+@pytest.mark.parametrize(
+    ("usd", "guarded"),
+    [
+        (None, False),  # the plan guard taken away: its judge's reply never replayed
+        (None, True),  # replayed, its chain (or its charge) cut as the run is cancelled
+        (1.0, True),  # the same under a spending budget (intents, and the cut's watch)
+    ],
+)
+async def test_a_resume_cancelled_counts_the_plan_judge_once_to_the_planner(
+    anyio_backend: str,
+    kind: str,
+    usd: float | None,
+    guarded: bool,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
-    """Under a budget with no spending limit (no intents journaled), a resume (forced,
-    with the plan guard taken away) cancelled at its first event never replays the plan
-    guard's judge call: it is charged to the planner, as live (it was charged to
-    ``guardrail``, a role the run never had)."""
+    """A resume cancelled at its first event (forced, with the plan guard taken away, if
+    not ``guarded``) counts the plan guard's journaled judge call once, to the planner,
+    as live. Not replayed and, with no spending limit, no intent journaled, it was
+    charged to ``guardrail``, a role the run never had; replayed, then cut before its
+    chain's spending reached the run (asyncio, as a rule), it was not charged at all."""
     journal = await open_journal(journal_at(kind, tmp_path, request))
-    budget = Budget(replans=2)  # (no spending limit: no intents)
+    budget = Budget(replans=2, usd=usd)  # (no spending limit: no intents)
     try:
         team = team_of.make_team([], [], plan_guard=True, budget=budget)
         async with team.start(journal=journal) as running:
             paused = await running.run(team_of.GOAL)
             (pending,) = paused.pending_approvals
             await running.approve(pending.request_id, Approve())
-        unguarded = team_of.make_team([], [], budget=budget)
-        async with unguarded.start(journal=journal) as running:
+        resumed = team_of.make_team([], [], plan_guard=guarded, budget=budget)
+        async with resumed.start(journal=journal) as running:
             with anyio.CancelScope() as scope:
                 async with running.resume_stream(paused.run_id, force=True) as events:
                     async for _ in events:
@@ -214,7 +228,8 @@ async def test_a_plan_judge_never_replayed_is_charged_to_the_planner(
         records = [e.record for e in await journal.read(paused.run_id)]
     finally:
         await journal.close()
-    assert not [r for r in records if isinstance(r, ModelCallStarted)]  # no intents
+    intents = [r for r in records if isinstance(r, ModelCallStarted)]
+    assert bool(intents) == (usd is not None)
     (*_, last) = [r for r in records if isinstance(r, EventRecorded) and r.kind == "RunCompleted"]
     ended = msgspec.convert(last.event["result"], RunResult)
     assert ended.status == "cancelled"
