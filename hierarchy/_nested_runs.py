@@ -81,6 +81,8 @@ async def open_nested(
     last = entries[-1].record if entries else None
     if isinstance(last, RunFinished):  # the run above died before it committed the step
         channel, events = _finished(last)
+        if channel.result is not None:  # its report counts what the run spent
+            journal.took_nested(parent.plan_version, parent.step_id, attempt)
         with events:
             yield channel, events
         return
@@ -96,6 +98,7 @@ async def open_nested(
         )
         async with opened as pair:
             started = True
+            journal.took_nested(parent.plan_version, parent.step_id, attempt)
             yield pair
     except BaseException as exc:
         if not started:  # cut before the run began: let go of it now

@@ -74,6 +74,11 @@ class Replay:
     roles: dict[str, str] = field(default_factory=dict)
     workers: dict[tuple[int, str], str] = field(default_factory=dict)
     taken: set[str] = field(default_factory=set)
+    # The same for journaled tool calls (a replayed result, a call run again: the step's
+    # report counts it), and, for each step attempt a nested team served, the journals of
+    # its run and of the runs below it, until that run is taken up again or its report is.
+    tools_taken: set[ToolKey] = field(default_factory=set)
+    nested: dict[tuple[int, str, int], list[tuple[str, Replay]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> Replay:
@@ -97,6 +102,8 @@ class Replay:
             case ModelCallFinished(call_key=key, response=response):
                 self.responses[key] = response
                 self.started.pop(key, None)
+                if record.role is not None:  # (a planner-side judge's, journaled with it)
+                    self.roles.setdefault(key, record.role)
                 if record.calls != 1 or record.unpaid is not None or record.failed is not None:
                     self.asked[key] = record
                     for ask in range(2, record.calls + 1):  # a synthesis' later asks
@@ -133,6 +140,12 @@ class Replay:
         """Mark the journaled calls of a step's attempt ``taken``: a report that counts
         them (its journaled one, replayed; a Ray replica's, which replayed them) is charged."""
         self.taken.update(k for k in self.responses if of_attempt(k, version, step_id, attempt))
+        self.tools_taken.update(k for k in self.tool_keys() if k[:2] == (version, step_id))
+        self.nested.pop((version, step_id, attempt), None)
+
+    def tool_keys(self) -> set[ToolKey]:
+        """Every journaled tool call: its intent (its body began) or its result."""
+        return self.intents.keys() | self.results.keys()
 
     def unanswered(self) -> list[ModelCallStarted]:
         """The model calls started with no response journaled after them (in flight

@@ -24,7 +24,7 @@ from regiment.hierarchy.plan._plan import Plan
 from regiment.journal import Entry, Journal, StepDispatched, nested_run_id
 from regiment.models import Usage
 
-__all__ = ("charge_replies", "stalled_ending")
+__all__ = ("charge_journaled", "charge_replies", "runs_below", "stalled_ending")
 
 _ROLE = "journal"  # (a reply's role is not journaled; only the totals are reported)
 
@@ -56,16 +56,33 @@ async def stalled_ending(
 async def _charge(journal: Journal, run_id: str, entries: Sequence[Entry], spent: Spent) -> None:
     """Charge ``spent`` with what run ``run_id`` (its ``entries``) and its nested teams'
     runs spent, as their journals have it."""
-    replay = Replay.of(entries)
+    charge_journaled(Replay.of(entries), spent, run_id)
+    for nested, below in await runs_below(journal, run_id, entries):
+        charge_journaled(below, spent, nested)
+
+
+def charge_journaled(replay: Replay, spent: Spent, run_id: str) -> None:
+    """Charge ``spent`` with all that run ``run_id``'s journal (``replay``) holds as spent:
+    its replies, its calls never answered (at their most) and the tool calls it began."""
     charge_unanswered(replay, spent, run_id)  # (a WARNING on regiment.run says what)
     charge_replies(replay, spent, replay.responses, lambda _: _ROLE)
-    spent.charge(_ROLE, Usage(), tool_calls=len(replay.intents.keys() | replay.results.keys()))
+    spent.charge(_ROLE, Usage(), tool_calls=len(replay.tool_keys()))
+
+
+async def runs_below(
+    journal: Journal, run_id: str, entries: Sequence[Entry]
+) -> list[tuple[str, Replay]]:
+    """The runs of the nested teams that served run ``run_id``'s steps (its ``entries``),
+    and of theirs, as journaled: each one's id and its records, indexed."""
+    found: list[tuple[str, Replay]] = []
     for nested in nested_runs(run_id, entries):
         try:
             below = await journal.read(nested)
         except UnknownRun:  # the step went to a worker, not to a nested team
             continue
-        await _charge(journal, nested, below, spent)
+        found.append((nested, Replay.of(below)))
+        found.extend(await runs_below(journal, nested, below))
+    return found
 
 
 def charge_replies(

@@ -246,6 +246,9 @@ class ModelCallFinished(
             the call's intent, and a resume raises the same error again (to the step, or
             the guard) rather than asking; a ``ModelAPIError``'s also keeps its
             ``status_code`` and ``permanent``; ``None`` otherwise, and in older journals.
+        role: whose call it was when neither its key nor an intent says: a planner-side
+            guard's judge call, the role whose call it judged (``planner``, ``critic``,
+            ``synthesizer``); ``None`` otherwise, and in older journals.
     """
 
     call_key: str
@@ -253,6 +256,7 @@ class ModelCallFinished(
     calls: int = 1
     unpaid: JsonObject | None = None
     failed: JsonObject | None = None
+    role: str | None = None
 
 
 class EventRecorded(_Base, frozen=True, kw_only=True, tag="event"):

@@ -47,6 +47,9 @@ class GuardLog:
         if not judges_handed():
             return False
         self.spent.extend((role, response) for response in checked.spent)
+        if self.tape is not None:  # replayed ones: charged from here, not as the run ends
+            for response in checked.spent:
+                self.tape.charged(response)
         return True
 
 

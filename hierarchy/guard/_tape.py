@@ -32,6 +32,7 @@ __all__ = ("JudgeTape", "charge_failed", "failure", "failed_reply", "raised_agai
 _KINDS: dict[str, type[ModelError]] = {
     c.__name__: c for c in (ModelAPIError, ModelConnectionError, ModelRefused, ScriptExhausted)
 }
+_BASES = frozenset(_KINDS.values())
 _CHAT = {sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT}  # what was replayed: a model reply
 
 
@@ -51,7 +52,10 @@ def charge_failed(responses: list[ModelResponse], exc: ModelError) -> None:
 def failure(exc: ModelError) -> tuple[ModelResponse, int, JsonObject]:
     """What journals the failed call ``exc`` (a judge's, or a worker's own): its reply (what it spent), its model calls
     (0: it reported no usage, and the run charged none) and ``ModelCallFinished.failed``."""
-    kind = type(exc).__name__ if type(exc) in _KINDS.values() else ModelError.__name__
+    # An error of a class of one's own (a provider's ModelAPIError subclass, say) is
+    # journaled as the nearest class a resume can raise again, so the guard or the step
+    # meets it as it did: a ModelRefused caught as such, a permanent ModelAPIError fatal.
+    kind = next((c.__name__ for c in type(exc).__mro__ if c in _BASES), ModelError.__name__)
     calls = 0 if exc.usage is None else exc.model_calls
     failed: JsonObject = {"error": kind, "message": str(exc)}
     if isinstance(exc, ModelAPIError):  # what decides a step's failure: fatal, or replanned
@@ -86,7 +90,7 @@ class JudgeTape:
     ask in, and a question never asked before goes to the model.
     """
 
-    __slots__ = ("_asked", "_begin", "_prefix", "_responses", "_seen", "_taken", "_write")
+    __slots__ = ("_asked", "_begin", "_held", "_prefix", "_responses", "_seen", "_taken", "_write")
 
     def __init__(
         self,
@@ -96,9 +100,14 @@ class JudgeTape:
         begin: Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]] | None = None,
         asked: Mapping[str, ModelCallFinished] | None = None,
         taken: set[str] | None = None,
+        held: bool = False,
     ) -> None:
         self._prefix = prefix
         self._taken = taken  # the keys a resume replayed (charged: ``run._unreplayed``)
+        # ``held``: a replayed reply's key is taken only once its chain's spending is
+        # charged (``charged``), by reply: a chain cut before that leaves it to the run's
+        # end to charge (the planner side's, whose log charges its chains' calls).
+        self._held: dict[int, str] | None = {} if held else None
         self._responses = responses  # the resumed run's journaled replies (empty: a new run)
         self._asked = asked or {}  # those of them with more to say (a failed call's error)
         self._write = write
@@ -119,15 +128,24 @@ class JudgeTape:
         """
         if (replayed := self._responses.get(key)) is None:
             return None
-        if self._taken is not None:
+        if self._held is not None:
+            self._held[id(replayed)] = key
+        elif self._taken is not None:
             self._taken.add(key)
         if spend.telemetry.tracing:  # no chat span (the model is not asked): the guard's says so
             trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
         if (failed := self.failed(key, replayed)) is not None:
-            charge_failed(spend.responses, failed)
+            if failed.usage is not None:  # charged as the reply it is (``charged``)
+                spend.responses.append(replayed)
+                spend.responses.extend(failed_reply(Usage()) for _ in range(failed.model_calls - 1))
             raise failed
         spend.responses.append(replayed)
         return replayed
+
+    def charged(self, response: ModelResponse) -> None:
+        """A chain's ``response`` is charged: if a replayed one (``held``), its key is taken."""
+        if self._held and (key := self._held.pop(id(response), None)) and self._taken is not None:
+            self._taken.add(key)
 
     def failed(self, key: str, response: ModelResponse) -> ModelError | None:
         """The error the call ``key`` (replayed as ``response``) failed with, if it did."""

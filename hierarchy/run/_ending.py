@@ -52,6 +52,8 @@ class EndsRun(Actor[PlannerMessage, None]):
 
         def _drop_held(self, upto: int | None) -> None: ...
 
+        def _note_guards(self) -> None: ...
+
         def _close(self, ending: EndPartial | EndPaused) -> None: ...
 
     def _finish_answer(self, text: str) -> None:
@@ -68,6 +70,7 @@ class EndsRun(Actor[PlannerMessage, None]):
         self._record(RunFinished(answer, status))
 
     def _end(self) -> None:
+        self._note_guards()  # what the guards' judges spent, handed over and not charged yet
         settle(self._book.channel.journal)  # resumed: the journaled replies never replayed
         self._drop_held(None)  # a resume that never reached the version a drop named
         self._phase = Done()

@@ -23,18 +23,26 @@ def run_tape(journal: RunJournal | None) -> JudgeTape | None:
     if journal is None:
         return None
     calls = journal.calls
+    roles: dict[str, str] = {}  # whose call each judge call in flight judges
 
     async def write(  # durably: it was paid for
         key: str, response: ModelResponse, made: int, failed: JsonObject | None
     ) -> None:
+        role = roles.pop(key, None)  # (a resume charges it there if it never replays it)
         record = ModelCallFinished(
-            run_id=calls.run_id, call_key=key, response=response, calls=made, failed=failed
+            run_id=calls.run_id,
+            call_key=key,
+            response=response,
+            calls=made,
+            failed=failed,
+            role=role,
         )
         await calls.append(record, durable=True)
 
     async def begin(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
+        roles[key] = role or "guardrail"
         if journal.bounded:  # under a spending budget: its intent, as every call's
             await journal_intent(calls, key, role or "guardrail", caller, request)
 
     replay = calls.replay
-    return JudgeTape("run/", replay.responses, write, begin, replay.asked, replay.taken)
+    return JudgeTape("run/", replay.responses, write, begin, replay.asked, replay.taken, held=True)

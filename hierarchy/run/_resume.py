@@ -21,6 +21,7 @@ from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.run._lender import Lender
 from regiment.hierarchy.run._session import session_context
 from regiment.hierarchy.run._trace import open_root
+from regiment.hierarchy.run._unreplayed import nested_journals
 from regiment.hierarchy.workers._journal_calls import RunCalls
 from regiment.journal import (
     Entry,
@@ -155,8 +156,7 @@ async def reopen(
         ConfigError: the team's configuration is not the run's, and ``force`` is false.
         LeaseHeld: another process is running it.
     """
-    refusal = None if above is not None else nested_refusal(journal, run_id)
-    if refusal is not None:
+    if (refusal := None if above is not None else nested_refusal(journal, run_id)) is not None:
         raise JournalError(refusal)
     if entries is None:  # else the caller has just read them
         with patient_reads():  # as its acquire, it waits for a restarting server
@@ -187,6 +187,7 @@ async def reopen(
         newer = await journal.read(run_id, after=entries[-1].seq)
     entries = (*entries, *newer)
     replay = Replay.of(entries)
+    await nested_journals(journal, run_id, replay, team.workers)  # (counted as it ends)
     run_journal = RunJournal(journal, lease, run_id, replay=replay, deps=deps, ttl=ttl, top=above)
     resumes = sum(isinstance(entry.record, RunResumed) for entry in entries)
     run_journal.resume = (resumes + 1, created.trace)

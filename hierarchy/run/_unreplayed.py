@@ -17,20 +17,26 @@ otherwise than the run did.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import final
 
 import msgspec
 
+from regiment.errors import UnknownRun
 from regiment.hierarchy._messages import AssignStep, StepReport
-from regiment.hierarchy._replay import Replay, of_attempt
+from regiment.hierarchy._replay import Replay, ToolKey, of_attempt
 from regiment.hierarchy._spent import Spent
-from regiment.hierarchy._stalled_end import charge_replies
+from regiment.hierarchy._stalled_end import charge_journaled, charge_replies, runs_below
 from regiment.hierarchy.run._calls import ROLES
 from regiment.hierarchy.run._replies import Replayed, replayed_reply
+from regiment.hierarchy.workers._team_worker import TeamWorker
+from regiment.journal import Journal, nested_run_id, patient_reads
+from regiment.models import Usage
 
-__all__ = ("Replaying", "Unreplayed", "settle")
+__all__ = ("Replaying", "Unreplayed", "nested_journals", "settle")
 
 _ROLES: dict[str, str] = {str(k): v for k, v in ROLES.items()}  # by a call key's purpose
+_NESTED = "worker"  # (a step's worker is journaled with its dispatch: not used)
 
 
 @final
@@ -50,7 +56,8 @@ class Unreplayed:
 
     def reported(self, report: StepReport) -> None:
         """A step's attempt reported: charge its journaled calls it never replayed (it was
-        cut, or failed, before it reached them); none of them can come round again."""
+        cut, or failed, before it reached them), its tool calls and, if a nested team served
+        it, its run's journal if never taken up; none of them can come round again."""
         replay, version, step_id, attempt = self._replay, *_attempt(report)
         keys = [
             k
@@ -58,16 +65,44 @@ class Unreplayed:
             if k not in replay.taken and of_attempt(k, version, step_id, attempt)
         ]
         self._charge(keys)
+        self._charge_tools([k for k in replay.tool_keys() if k[:2] == (version, step_id)])
+        if (below := replay.nested.pop((version, step_id, attempt), None)) is not None:
+            self._charge_nested(report.worker, below)
 
     def settle(self) -> None:
-        """The run ends: charge every journaled reply it never replayed."""
-        self._charge([k for k in self._replay.responses if k not in self._replay.taken])
+        """The run ends: charge every journaled reply, tool call and nested run it never
+        replayed."""
+        replay = self._replay
+        self._charge([k for k in replay.responses if k not in replay.taken])
+        self._charge_tools(list(replay.tool_keys()))
+        for (version, step_id, _), below in replay.nested.items():
+            self._charge_nested(replay.workers.get((version, step_id), _NESTED), below)
+        replay.nested.clear()
 
     def _charge(self, keys: list[str]) -> None:
         if keys:
             replay = self._replay
             replay.taken.update(keys)
             charge_replies(replay, self._spent, keys, lambda key: _role(replay, key))
+
+    def _charge_tools(self, keys: list[ToolKey]) -> None:
+        """Count the journaled tool calls ``keys`` not counted yet (their bodies ran, or
+        began), each once, to the worker of their step."""
+        replay = self._replay
+        for key in keys:
+            if key not in replay.tools_taken:
+                replay.tools_taken.add(key)
+                role = replay.workers.get(key[:2], _NESTED)
+                self._spent.charge(role, Usage(), tool_calls=1)
+
+    def _charge_nested(self, worker: str, below: list[tuple[str, Replay]]) -> None:
+        """Charge what a nested team's run (and the runs below it) journaled, never taken
+        up by this resume, to the team worker whose step it served (as its report would)."""
+        spent = Spent()
+        for run_id, replay in below:
+            charge_journaled(replay, spent, run_id)
+        self._spent.charge(worker, spent.total(), spent.model_calls, spent.tool_calls)
+        self._spent.count_estimated(spent.estimated)
 
 
 class Replaying:
@@ -86,6 +121,13 @@ class Replaying:
             return None
         return replayed_reply(self._replay, f"{purpose}/{self._calls.get(purpose, 0) + 1}")
 
+    def took_nested(self, version: int, step_id: str, attempt: int) -> None:
+        """The nested run serving attempt ``attempt`` of step ``step_id`` (plan version
+        ``version``) is taken up again (or gave its journaled result): its report counts
+        what it journaled."""
+        if self._replay is not None:
+            self._replay.nested.pop((version, step_id, attempt), None)
+
     def committed(self, assign: AssignStep) -> tuple[StepReport, int | None] | None:
         """The journaled report of a step committed before a resume, or dropped as stale
         (with the version then current): see :meth:`Replay.report_before`. It counts the
@@ -96,6 +138,26 @@ class Replaying:
             return None
         self._replay.take_attempt(assign.plan_version, assign.step.id, found[0].attempt)
         return msgspec.structs.replace(found[0], attempt=assign.attempt), found[1]
+
+
+async def nested_journals(
+    journal: Journal, run_id: str, replay: Replay, workers: Iterable[object]
+) -> None:
+    """Read into ``replay`` (resumed run ``run_id``'s) the journals of the runs of nested
+    teams (its team's ``workers`` that are ``TeamWorker``) that served its steps, and of
+    the runs below them: charged as it ends if it never takes them up again."""
+    teams = {w.name for w in workers if isinstance(w, TeamWorker)}
+    for version, step_id, attempt in replay.dispatched if teams else ():
+        if replay.workers.get((version, step_id)) not in teams:
+            continue
+        nested = nested_run_id(run_id, version, step_id, attempt)
+        try:
+            with patient_reads():  # as the run's own read, it waits for a restarting server
+                entries = await journal.read(nested)
+        except UnknownRun:  # never begun
+            continue
+        below = await runs_below(journal, nested, entries)
+        replay.nested[(version, step_id, attempt)] = [(nested, Replay.of(entries)), *below]
 
 
 def settle(journal: Replaying | None) -> None:

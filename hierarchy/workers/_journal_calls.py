@@ -142,11 +142,9 @@ class CallLog(Protocol):
 
 @final
 class StepCalls:
-    """One step's model and tool calls, journaled and replayed by key.
-
-    Without a run (a worker driven on its own) or without a journal, nothing is
-    keyed or recorded: only a resumed run's replay and a journal read the keys.
-    """
+    """One step's model and tool calls, journaled and replayed by key. Without a run (a
+    worker driven on its own) or a journal, nothing is keyed or recorded: only a resumed
+    run's replay and a journal read the keys."""
 
     __slots__ = (
         "_assign",
@@ -322,6 +320,7 @@ class StepCalls:
         where = (assign.plan_version, assign.step.id, index)
         finished = replay.results.get(where)
         if finished is not None:
+            replay.tools_taken.add(where)  # counted by the step's report
             return finished.result
         intent = replay.intents.get(where)
         found = toolset.get(call.name)
@@ -335,6 +334,7 @@ class StepCalls:
                 toolset, call, live=self._live, step_id=assign.step.id, approver=approver
             )
         if intent is not None:  # in flight at the crash: again, with the same key
+            replay.tools_taken.add(where)
             key, span = intent.idempotency_key, current_span_id(f"execute_tool {call.name}")
             if span is not None and self._journaled and run is not None:  # traced: a new span
                 await run.append(msgspec.structs.replace(intent, span=span), durable=True)

@@ -132,6 +132,7 @@ class RayReplicas:
         # Replicas lost (a step's, or their log reader's call died) that have not answered
         # since: a step's first try goes to another, keeping its retry for a later loss.
         self._down: set[int] = set()
+        self._restarted: set[int] = set()  # of those, killed by us for Ray to restart
         self._following = False  # one of the pool's worker actors reads its replicas' logs
         # its workers' MCP servers (a restarted replica has start_timeout to come back)
         unavailable = ray.exceptions.ActorUnavailableError
@@ -265,13 +266,17 @@ class RayReplicas:
         conduit.replica = index
         report = await self._call(index, conduit, step, headers)
         self._down.discard(index)  # it answers
+        self._restarted.discard(index)
         await self.mcp.refresh(index, conduit.tools_version)  # a server changed its tools
         return report
 
-    def _lost(self, index: int) -> None:
-        """Replica ``index`` died, or is killed for Ray to restart (a cut step would not end)."""
+    def _lost(self, index: int, killed: bool = False) -> None:
+        """Replica ``index`` died, or is ``killed`` for Ray to restart (a cut step would not
+        end: not news if it is not back as the team stops, ``stop_replicas``)."""
         self.mcp.lost(index)  # its MCP servers start again once it is back
         self._down.add(index)  # first tries go to the others meanwhile
+        if killed:
+            self._restarted.add(index)
 
     def _live_from(self, start: int, avoid: int = -1) -> int:
         """The first replica from ``start`` on, in turn, not known to be down (nor
@@ -286,6 +291,7 @@ class RayReplicas:
         """The log reader found replica ``index`` lost (``up`` false), or answering again."""
         if up:
             self._down.discard(index)
+            self._restarted.discard(index)
         else:
             self._down.add(index)
 
@@ -332,7 +338,8 @@ class RayReplicas:
             self.cluster.check(worker, exc)  # gone (another pool found out): no one to ask
             # Cancelled (the run, a replan, the step timeout), or the journal failed: the
             # remote step is cancelled too; the worker waits for its end there, not the run.
-            cut_remotely(self._ray, (stream, handle), (worker, key, index), ends, self._lost)
+            killed = functools.partial(self._lost, killed=True)
+            cut_remotely(self._ray, (stream, handle), (worker, key, index), ends, killed)
             raise
         if report is None:
             raise WorkerLost(f"worker '{worker}': its Ray replica ended a step without a report")
@@ -349,7 +356,8 @@ class RayReplicas:
         self._users -= 1
         if self._users > 0 or self.cluster.went is not None:  # (gone: nothing answers there)
             return
-        await stop_replicas(self._ray, self._handles, (self.name, _CONTROL), self.mcp, self._gone)
+        where, restarted = (self.name, _CONTROL), self._restarted
+        await stop_replicas(self._ray, self._handles, where, self.mcp, self._gone, restarted)
         self.kill()
 
     def kill(self) -> None:

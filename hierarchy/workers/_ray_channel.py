@@ -25,7 +25,7 @@ import anyio
 
 from regiment.hierarchy._live_events import LiveSink
 from regiment.hierarchy._messages import AssignStep, StepAllowance, StepReport
-from regiment.hierarchy._replay import Replay
+from regiment.hierarchy._replay import NO_REPLAY, Replay
 from regiment.hierarchy._top_up import Need
 from regiment.hierarchy.events import Event, TextDelta, ToolCallFinished, ToolCallStarted
 from regiment.hierarchy.workers._progress import StepProgress
@@ -117,9 +117,18 @@ class ReplicaChannel:
             waiting[1].append(payload)
             waiting[0].set()
 
-    def finish(self, report: StepReport, tools_version: int = 0) -> None:
-        """Send the report, the step's last message (with the MCP tool lists' version)."""
-        self.tell(StepDone(report=report, tools_version=tools_version))
+    def finish(
+        self, report: StepReport, tools_version: int = 0, replay: Replay = NO_REPLAY
+    ) -> None:
+        """Send the report, the step's last message (with the MCP tool lists' version, and
+        what of the journal's ``replay`` the step replayed: its report counts those)."""
+        done = StepDone(
+            report=report,
+            tools_version=tools_version,
+            replayed=sorted(replay.taken),
+            tools_replayed=sorted(replay.tools_taken),
+        )
+        self.tell(done)
         self._send.close()
 
 

@@ -175,8 +175,9 @@ class StepConduit:
             case StepDone(report=report, tools_version=version):
                 self.tools_version = version
                 if self._run is not None and self._responses:  # its report counts those it
-                    a = self._assign  # replayed (on the replica, unseen here): not again
-                    self._run.replay.take_attempt(a.plan_version, a.step.id, a.attempt)
+                    replay = self._run.replay  # replayed (on the replica): not again
+                    replay.taken.update(message.replayed)
+                    replay.tools_taken.update(message.tools_replayed)
                 return report
             case CallRecorded():
                 await self._recorded(message, ack)

@@ -288,6 +288,7 @@ class StepHost:
         # side's invoke_agent span, so the run stays one trace.
         token = otel_context.attach(extract_context(remote.headers))
         logs = ReplicaLogHandler.step(channel, remote.log_levels)  # back to the caller
+        log = ReplicaLog(channel, remote)  # (its replay says what the step replayed)
         try:
             with scope:
                 report = await run_tool_loop(
@@ -304,7 +305,7 @@ class StepHost:
                     guards=hosted.guards,
                     approvals=ReplicaApprovals(channel),
                     journaled=StepCalls(
-                        ReplicaLog(channel, remote),
+                        log,
                         assign,
                         worker.name,
                         replica_live(channel, remote, worker.name),
@@ -323,7 +324,7 @@ class StepHost:
             )
         for kept in self._logs.take():  # made outside a step meanwhile (a tool's own thread)
             channel.tell(kept)
-        channel.finish(report, self._mcp.version)
+        channel.finish(report, self._mcp.version, log.replay)
 
     async def ack(self, key: str, seq: int, payload: bytes) -> bool:
         """The caller's answer to message ``seq`` of step ``key`` (``False``: it has ended).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import anyio
@@ -39,18 +39,22 @@ async def stop_replicas(
     where: tuple[str, str],
     mcp: ReplicaServers,
     gone: Callable[[], bool],
+    restarted: Collection[int] = (),
 ) -> None:
     """Stop the replicas ``handles`` (``where``: the worker or pool they serve, and their
     control concurrency group): those that answer stop their MCP servers, hand their
     log records over and export their spans; the others are killed at once, saying so
-    (unless the cluster is ``gone`` by then: this process has left Ray). Shielded: the
-    team's stop is under way. The caller kills them all afterwards."""
+    (unless the cluster is ``gone`` by then: this process has left Ray; or the replica
+    is one the team killed for Ray to restart, ``restarted``, not back since: that was
+    said as it was killed, and it has made nothing since). Shielded: the team's stop is
+    under way. The caller kills them all afterwards."""
     label, group = where
     with anyio.CancelScope(shield=True):
         answering: list[int] = []
         async with anyio.create_task_group() as tg:
             for index, handle in enumerate(handles):
-                tg.start_soon(_answers, ray, (index, handle), where, gone, answering)
+                ours = index in restarted
+                tg.start_soon(_answers, ray, (index, handle, ours), where, gone, answering)
         if gone():
             return
         await mcp.stop(_MCP_STOP_WAIT, sorted(answering))
@@ -64,13 +68,14 @@ async def stop_replicas(
 
 async def _answers(
     ray: Any,
-    replica: tuple[int, Any],
+    replica: tuple[int, Any, bool],
     where: tuple[str, str],
     gone: Callable[[], bool],
     answering: list[int],
 ) -> None:
-    """Add the replica to ``answering`` if it answers within the grace; else kill it."""
-    index, handle = replica
+    """Add the replica (its index, handle, and whether the team had it restarted) to
+    ``answering`` if it answers within the grace; else kill it."""
+    index, handle, ours = replica
     label, group = where
     try:
         with anyio.fail_after(STOP_GRACE):
@@ -91,6 +96,9 @@ async def _answers(
         return
     with contextlib.suppress(Exception):
         ray.kill(handle, no_restart=True)
+    if ours:  # killed for a restart by this team (said then), not back yet: no news
+        _log.debug(_KILLED, index, label, STOP_GRACE, why, extra={"worker": label})
+        return
     _log.warning(_KILLED, index, label, STOP_GRACE, why, extra={"worker": label})
 
 

@@ -155,10 +155,15 @@ class StepDone(msgspec.Struct, frozen=True, kw_only=True, tag="done"):
     """The step's report: the last message of a step.
 
     ``tools_version`` counts the replica's MCP tool lists so far: the caller asks for
-    the new lists when it changed (a server announced ``tools/list_changed``)."""
+    the new lists when it changed (a server announced ``tools/list_changed``).
+    ``replayed`` and ``tools_replayed``: the journaled replies (by call key) and tool
+    calls the step replayed (or ran again), which its report counts; a resume charges
+    the rest of its attempt's (a step that stopped part-way never reached them)."""
 
     report: StepReport
     tools_version: int = 0
+    replayed: list[str] = []
+    tools_replayed: list[tuple[int, str, int]] = []
 
 
 StepMessage: TypeAlias = (

@@ -8,17 +8,19 @@ and, if ``hang``, waits to be cut; its second reply answers. With ``race``, plan
 ``s0`` (``drafter``) beside it, whose model waits for ``s1``'s first reply and then
 refuses (``ModelRefused`` with usage): the replan's version 2 has ``s1`` again, and
 version 1's ``s1`` (its paid reply journaled) is cut by the replan. The synthesizer
-waits to be cut if ``hang_synthesis``.
+waits to be cut if ``hang_synthesis``. With ``nested``, ``s1`` goes to ``desk``, a
+``TeamWorker`` whose team (its own planner, the same ``clerk``) plans it as ``s1`` too.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
 
-from regiment import Budget, Planner, Price, ScriptedModel, Team, Worker, tool
+from regiment import Budget, Planner, Price, ScriptedModel, Team, TeamWorker, Worker, tool
 from regiment.errors import ModelRefused
 from regiment.models import (
     ModelRequest,
@@ -49,6 +51,7 @@ class Answered:
     replies: list[tuple[str, Usage, int]] = field(default_factory=list)
     in_tool: anyio.Event = field(default_factory=anyio.Event)
     clerk_replied: anyio.Event = field(default_factory=anyio.Event)
+    tool_calls: int = 0  # the tool calls the paused run counted
 
     @property
     def model_calls(self) -> int:
@@ -75,6 +78,7 @@ def make_team(
     hang: bool = False,
     hang_synthesis: bool = False,
     budget: Budget | None = None,
+    nested: bool = False,
 ) -> Team:
     """The team (see the module's docstring); ``budget``: else ``Budget(usd=1.0)``."""
 
@@ -113,7 +117,13 @@ def make_team(
         raise ModelRefused("refused", usage=REFUSAL, model_calls=2)
 
     model = ScriptedModel(brain, price=PRICE)
-    workers = [Worker(name="clerk", description="refunds", model=model, tools=[refund])]
+    workers: list[Worker | TeamWorker] = [
+        Worker(name="clerk", description="refunds", model=model, tools=[refund])
+    ]
+    if nested:  # the clerk in a team of its own, under one planning "desk"'s steps
+        desk = Team(name="desk", planner=Planner(model=model), workers=workers)
+        workers = [TeamWorker(name="desk", description="refunds", team=desk)]
+        model = ScriptedModel(_desk_planner(answered), price=PRICE)
     if race:
         drafting = ScriptedModel(refusing, price=PRICE)
         workers.append(Worker(name="drafter", description="drafts", model=drafting))
@@ -123,6 +133,18 @@ def make_team(
         workers=workers,
         budget=Budget(usd=1.0) if budget is None else budget,
     )
+
+
+def _desk_planner(answered: Answered) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+    """The planner and synthesizer above a nested ``desk`` (its replies: ``top ...``)."""
+
+    async def brain(request: ModelRequest) -> ModelResponse:
+        role = str(request.role)
+        text = _plan(("s1", "refund order 7", "desk")) if role == "planner" else "done"
+        answered.replies.append((f"top {role}", used(role), 1))
+        return text_response(text, usage=used(role))
+
+    return brain
 
 
 def _has_result(request: ModelRequest) -> bool:

@@ -58,12 +58,23 @@ def _reply(request: ModelRequest) -> str | ModelResponse:
     return "done"
 
 
+class Overloaded(ModelRefused):
+    """A refusal of a class of the application's own (not one the journal names)."""
+
+
 def make_team(
-    asked: list[str], verdicts: list[str], *, hang: bool = False, plan_guard: bool = False
+    asked: list[str],
+    verdicts: list[str],
+    *,
+    hang: bool = False,
+    plan_guard: bool = False,
+    own_class: bool = False,
+    budget: Budget | None = None,
 ) -> Team:
     """The team; ``asked``: a line per question the judge model got; ``verdicts``: what
     each judge call came to, as the guard saw it (the refusal's reported cost);
-    ``plan_guard``: the plan has a guard too, asking the same judge."""
+    ``plan_guard``: the plan has a guard too, asking the same judge; ``own_class``: the
+    judge refuses with ``Overloaded``; ``budget``: else ``Budget(usd=1.0)``."""
 
     @tool(requires_approval=not hang)
     async def refund(order: str) -> str:
@@ -75,7 +86,8 @@ def make_team(
 
     def refusing(request: ModelRequest) -> str:
         asked.append(request.messages[0].text)
-        raise ModelRefused("refused", usage=REFUSAL, model_calls=REFUSAL_CALLS)
+        refusal = Overloaded if own_class else ModelRefused
+        raise refusal("refused", usage=REFUSAL, model_calls=REFUSAL_CALLS)
 
     refuser = ScriptedModel(refusing, price=PRICE)
 
@@ -110,7 +122,7 @@ def make_team(
             ),
         ],
         guardrails=[planned] if plan_guard else [],
-        budget=Budget(usd=1.0),
+        budget=Budget(usd=1.0) if budget is None else budget,
     )
 
 

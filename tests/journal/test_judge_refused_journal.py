@@ -20,12 +20,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import anyio
+import msgspec
 import pytest
 
-from regiment import Approve
+from regiment import Approve, Budget
 from regiment.hierarchy import RunResult, Team
 from regiment.hierarchy.run._journaling import LEASE_TTL
-from regiment.journal import ModelCallFinished, ModelCallStarted, open_journal
+from regiment.journal import EventRecorded, ModelCallFinished, ModelCallStarted, open_journal
 from regiment.models import Usage
 
 from . import refusing_judge_team as team_of
@@ -167,3 +169,69 @@ async def test_a_plan_guards_refused_judge_is_replayed_on_resume(
     assert resumed.model_calls == paused.model_calls + 2 + team_of.REFUSAL_CALLS
     (planned,) = [r for r in _closed(records) if r.call_key.startswith("run/guard/")]
     assert planned.failed == {"error": "ModelRefused", "message": "refused"}
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
+async def test_a_refusal_of_an_own_class_is_met_as_such_on_resume(
+    anyio_backend: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The judge refuses with ``Overloaded``, a ``ModelRefused`` of the application's: the
+    guards catch it as a ``ModelRefused`` live, and do the same when a resume raises it
+    again (it came back a plain ``ModelError`` the guard did not catch: the step failed)."""
+    asked: list[str] = []
+    verdicts: list[str] = []
+    team = team_of.make_team(asked, verdicts, plan_guard=True, own_class=True)
+    _, resumed, records = await _approved_and_resumed(team, journal_at(kind, tmp_path, request))
+    assert resumed.status == "completed"
+    assert verdicts.count(f"the plan: {REFUSED}") == 2  # live, then replayed
+    (planned,) = [r for r in _closed(records) if r.call_key.startswith("run/guard/")]
+    assert planned.failed == {"error": "ModelRefused", "message": "refused"}
+    assert asked.count("fine? the plan") == 1  # replayed, not asked again
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
+@pytest.mark.parametrize(
+    ("usd", "guarded"),
+    [
+        (None, False),  # the plan guard taken away: its judge's reply never replayed
+        (None, True),  # replayed, its chain (or its charge) cut as the run is cancelled
+        (1.0, True),  # the same under a spending budget (intents, and the cut's watch)
+    ],
+)
+async def test_a_resume_cancelled_counts_the_plan_judge_once_to_the_planner(
+    anyio_backend: str,
+    kind: str,
+    usd: float | None,
+    guarded: bool,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A resume cancelled at its first event (forced, with the plan guard taken away, if
+    not ``guarded``) counts the plan guard's journaled judge call once, to the planner,
+    as live. Not replayed and, with no spending limit, no intent journaled, it was
+    charged to ``guardrail``, a role the run never had; replayed, then cut before its
+    chain's spending reached the run (asyncio, as a rule), it was not charged at all."""
+    journal = await open_journal(journal_at(kind, tmp_path, request))
+    budget = Budget(replans=2, usd=usd)  # (no spending limit: no intents)
+    try:
+        team = team_of.make_team([], [], plan_guard=True, budget=budget)
+        async with team.start(journal=journal) as running:
+            paused = await running.run(team_of.GOAL)
+            (pending,) = paused.pending_approvals
+            await running.approve(pending.request_id, Approve())
+        resumed = team_of.make_team([], [], plan_guard=guarded, budget=budget)
+        async with resumed.start(journal=journal) as running:
+            with anyio.CancelScope() as scope:
+                async with running.resume_stream(paused.run_id, force=True) as events:
+                    async for _ in events:
+                        scope.cancel()
+        records = [e.record for e in await journal.read(paused.run_id)]
+    finally:
+        await journal.close()
+    intents = [r for r in records if isinstance(r, ModelCallStarted)]
+    assert bool(intents) == (usd is not None)
+    (*_, last) = [r for r in records if isinstance(r, EventRecorded) and r.kind == "RunCompleted"]
+    ended = msgspec.convert(last.event["result"], RunResult)
+    assert ended.status == "cancelled"
+    assert ended.usage_by_role == paused.usage_by_role
+    assert ended.model_calls == paused.model_calls

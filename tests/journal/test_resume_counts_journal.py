@@ -32,13 +32,18 @@ pytestmark = pytest.mark.anyio
 CASES = [("asyncio", "sqlite"), ("trio", "sqlite"), ("asyncio", "postgres"), ("trio", "postgres")]
 
 
-async def _paused(journal: Journal, answered: team_of.Answered, race: bool) -> str:
-    """Run the team to its pause for approval, approve, and give the run's id."""
-    async with team_of.make_team(answered, race=race).start(journal=journal) as running:
+async def _paused(
+    journal: Journal, answered: team_of.Answered, race: bool, nested: bool = False
+) -> str:
+    """Run the team to its pause for approval, approve, and give the run's id (the tool
+    calls the paused run counted: ``answered.tool_calls``)."""
+    team = team_of.make_team(answered, race=race, nested=nested)
+    async with team.start(journal=journal) as running:
         paused = await running.run(team_of.GOAL)
         assert paused.status == "paused"
         (pending,) = paused.pending_approvals
         _counts(paused, answered)  # the paused run counts what was answered
+        answered.tool_calls = paused.tool_calls
         await running.approve(pending.request_id, Approve())
     return paused.run_id
 
@@ -81,6 +86,41 @@ async def _resume_until(
         tg.cancel_scope.cancel()
 
 
+async def _resumed_end(
+    where: str,
+    answered: team_of.Answered,
+    stop: str,
+    status: str,
+    *,
+    race: bool = False,
+    nested: bool = False,
+) -> RunResult:
+    """Run the team (``race``, ``nested``) on the journal at ``where`` to its pause,
+    approve, resume it until ``stop`` (``_resume_until``), and check that its journaled
+    end, ``status``, counts each reply and tool call once; that end."""
+    journal = await open_journal(where)
+    try:
+        run_id = await _paused(journal, answered, race, nested)
+        team = team_of.make_team(
+            answered,
+            race=race,
+            nested=nested,
+            hang=stop == "in tool",
+            hang_synthesis=stop == "SynthesisStarted",
+        )
+        await _resume_until(journal, team, run_id, stop, answered)
+        ended = await _journaled_end(journal, run_id)
+        info = await journal.get_run(run_id)
+    finally:
+        await journal.close()
+    assert (ended.status, info.status) == (status, status)
+    _counts(ended, answered)
+    # the refund calls asked before the pause, counted once whether the resume got to
+    # them or not (one ran again counts once too)
+    assert ended.tool_calls == answered.tool_calls
+    return ended
+
+
 @pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
 @pytest.mark.parametrize(
     ("stop", "race", "status"),
@@ -102,19 +142,8 @@ async def test_a_resume_counts_each_journaled_reply_once(
     request: pytest.FixtureRequest,
 ) -> None:
     answered = team_of.Answered()
-    journal = await open_journal(journal_at(kind, tmp_path, request))
-    try:
-        run_id = await _paused(journal, answered, race)
-        team = team_of.make_team(
-            answered, race=race, hang=stop == "in tool", hang_synthesis=stop == "SynthesisStarted"
-        )
-        await _resume_until(journal, team, run_id, stop, answered)
-        ended = await _journaled_end(journal, run_id)
-        info = await journal.get_run(run_id)
-    finally:
-        await journal.close()
-    assert (ended.status, info.status) == (status, status)
-    _counts(ended, answered)
+    where = journal_at(kind, tmp_path, request)
+    ended = await _resumed_end(where, answered, stop, status, race=race)
     if stop == "SynthesisStarted":  # the clerk's second reply, then the synthesis cut
         assert answered.replies[-1][0] == "worker"
         assert ended.estimated_usage.output_tokens > 0
@@ -143,4 +172,32 @@ async def test_a_resume_its_budget_stops_counts_what_it_never_replayed(
     assert (resumed.status, resumed.budget_exhausted) == ("partial", "model_calls")
     for result in (resumed, ended):
         _counts(result, answered)
+        assert result.tool_calls == answered.tool_calls  # (the refund asked, journaled)
         assert result.usage_by_role["clerk"] == team_of.used("worker")
+
+
+@pytest.mark.parametrize(("anyio_backend", "kind"), CASES)
+@pytest.mark.parametrize(
+    ("stop", "status"),
+    [
+        ("RunStarted", "cancelled"),  # before the step goes to the nested team again
+        ("in tool", "cancelled"),  # the nested run taken up again, cut in the refund
+        ("", "completed"),  # to the end: nothing counted twice
+    ],
+)
+async def test_a_resume_counts_what_its_nested_teams_journaled(
+    anyio_backend: str,
+    kind: str,
+    stop: str,
+    status: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """``s1`` goes to a nested team (``desk``) whose clerk's refund pauses the runs: the
+    resume counts the nested run's journaled replies and tool call (its planner's, the
+    clerk's) to ``desk`` whether or not it sends the step there again, once."""
+    answered = team_of.Answered()
+    where = journal_at(kind, tmp_path, request)
+    ended = await _resumed_end(where, answered, stop, status, nested=True)
+    desk = [usage for role, usage, _ in answered.replies if not role.startswith("top ")]
+    assert ended.usage_by_role["desk"] == sum(desk, Usage())

@@ -118,6 +118,9 @@ async def test_the_team_stop_waits_for_a_cut_step_then_restarts_its_replica(
     # Nothing said the stop waits for the tool to return (on Ray, it does not).
     assert _said(caplog, "regiment.team", "ignores cancellation") == []
     assert _said(caplog, "regiment.worker", "did not stop within") == []
+    # Nor that the replica, restarting, did not answer the stop: the team had it killed
+    # (said above); a replica that fails to answer is still named (test_ray_stop.py).
+    assert _said(caplog, "regiment.ray", "as the team stopped") == []
     await _ended(pid)
     state = await handle.state.remote()  # type: ignore[attr-defined]
     assert state["cancelled"] == []  # killed, not ended: its tool's finally never ran
