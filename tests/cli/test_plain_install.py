@@ -63,7 +63,10 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> PlainInstall:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     # This environment's pip installs into the new one: no pip bootstrap to wait for.
+    # --no-compile: byte-compiling every installed module (the SDKs' thousands) was half
+    # the install's time; the few modules the commands import compile as they load.
     install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
+    install.append("--no-compile")
     done = subprocess.run([*install, str(source)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     return PlainInstall(bin=venv / "bin", source=source)
