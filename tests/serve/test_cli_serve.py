@@ -61,6 +61,7 @@ async def test_serve_runs_the_team_file_with_the_token_from_the_environment() ->
                 await run_async(argv, stdout=out, stderr=err, environ=environ, interrupt=stop) == 0
             )
 
+        gc.unfreeze()  # tests/conftest.py froze the worker's heap; it is frozen again after
         assert gc.get_freeze_count() == 0
         tg.start_soon(serve)
         await err.ready.wait()
