@@ -4,7 +4,8 @@ frozen (SIGSTOP) past its lease, the second resumes its run, and the first is wo
 The first one then said its run had ``failed`` ("RunError: the run's planner failed while
 handling CancelRun: LeaseLost: ...") and listed it so while the second one ran it. Now it
 says the run was taken over, by which process, which runs it now; it lists and shows the
-run as the journal has it; and nothing it did after the take-over reaches the journal.
+run as the journal has it; a ``?wait=true`` post it took waits for the run's end in the
+other process (serve/_waits.py); and nothing it did after the take-over reaches the journal.
 """
 
 from __future__ import annotations
@@ -90,8 +91,6 @@ def test_the_old_owner_says_the_run_was_taken_over_and_lists_it_as_the_journal_d
         last = followed.result(timeout=60)
         assert (last["type"], last["error_type"]) == ("RunFailed", "LeaseLost")
         assert "was taken over by another process" in str(last["message"])
-        answered = waiting.result(timeout=60).json()  # as the journal has the run
-        assert (answered["run_id"], answered["status"]) == (run_id, "running")
         listed = httpx.get(f"{old.url}/runs").json()["runs"]
         assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "running")]
         shown = httpx.get(f"{old.url}/runs/{run_id}").json()
@@ -99,8 +98,11 @@ def test_the_old_owner_says_the_run_was_taken_over_and_lists_it_as_the_journal_d
         info, entries = _journaled(where, run_id)
         assert info.status == "running"  # the new owner's, not ended by the old one
         assert not [e for e in entries if isinstance(e.record, RunFinished)]
+        assert not waiting.done()  # the old owner's ?wait=true post waits for the run's end
         new.child.send_signal(signal.SIGTERM)  # the new owner ends it: cancelled
         assert new.rest()[0] == 0
+        answered = waiting.result(timeout=60).json()  # as the journal has the run's end
+        assert (answered["run_id"], answered["status"]) == (run_id, "cancelled")
     assert _journaled(where, run_id)[0].status == "cancelled"
 
 
