@@ -32,7 +32,9 @@ Messages and replies:
   messages handled back to back, so a busy actor cannot starve the others.
   An actor that defines ``receive_now`` may take a ``send`` in the sender's
   task when it is idle with an empty mailbox (no wake-up of its own task);
-  workers use it to hand a step straight to a waiting runner. One that
+  ``receive_message_now`` is the same offer made before any envelope exists
+  (the message, its sender and its headers, nothing copied): workers use it
+  to hand a step straight to a waiting runner. One that
   defines ``receive_here`` may handle a ``send_here`` in the sender's task
   even if the handler awaits (run with :func:`in_context` in the actor's own
   context variables; :class:`ContextTurns` for many handlers in one context): a

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Generic, TypeVar, TypeVarTuple, final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Generic, Never, TypeVar, TypeVarTuple, final
 
 from regiment.actors._policy import RestartPolicy
 from regiment.errors import ConfigError
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from regiment.actors._ref import ActorRef
     from regiment.actors._system import ActorSystem
 
-__all__ = ("Actor", "ActorContext")
+__all__ = ("Actor", "ActorContext", "inline_takers")
 
 M = TypeVar("M")
 R = TypeVar("R")
@@ -64,6 +64,24 @@ class Actor(ABC, Generic[M, R]):
         and may only touch this instance's own state: it saves the actor's task a
         wake-up. Return ``False`` to have the message queued and handled by
         ``receive`` as usual. Never called for an ``ask``.
+        """
+        return False
+
+    def receive_message_now(
+        self, message: M, sender: ActorRef[Never, object] | None, headers: Mapping[str, str]
+    ) -> bool:
+        """``receive_now`` given the message itself, before the runtime makes an envelope.
+
+        The runtime calls it (when a subclass defines it) first, for a ``send``,
+        ``send_nowait`` or ``send_here`` that finds the actor idle, under the same
+        rules as ``receive_now``; ``True`` and no envelope is made at all (no
+        message id, no copy of the headers). ``sender`` is the actor whose task
+        sends (None from outside any actor); ``headers`` are the sender's own, not
+        copied: read them, or keep them unchanged. Headers the system's propagator
+        would inject are not made for it: a message sent with no headers in a
+        system that has a propagator is never offered here. ``False``: the
+        message is enveloped and goes on as if this hook were not defined
+        (``receive_now``, ``receive_here``, the mailbox).
         """
         return False
 
@@ -169,3 +187,15 @@ class ActorContext(Generic[M, R]):
         return self._incarnation.spawn_dormant(
             factory, name=name, capacity=capacity, restart=restart
         )
+
+
+def inline_takers(instance: Actor[M, R]) -> tuple[Actor[M, R] | None, Actor[M, R] | None]:
+    """``instance`` as the taker of sent messages in their senders' tasks while it is idle:
+    by ``receive_now`` or ``receive_here`` (with an envelope), and by
+    ``receive_message_now`` (before one is made); ``None`` where its class defines neither."""
+    kind = type(instance)
+    inline = (
+        kind.receive_now is not Actor.receive_now or kind.receive_here is not Actor.receive_here
+    )
+    bare = kind.receive_message_now is not Actor.receive_message_now
+    return (instance if inline else None), (instance if bare else None)

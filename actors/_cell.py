@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar, cast
 import anyio
 from anyio.abc import TaskStatus
 
-from regiment.actors._actor import Actor
+from regiment.actors._actor import Actor, inline_takers
 from regiment.actors._dormant import Sleeper, start_dormant, stop_dormant, wake_dormant
 from regiment.actors._incarnation import Incarnation
 from regiment.actors._life import gave_up, handle, handle_signals, incarnate
@@ -66,6 +66,9 @@ class Cell(Generic[M, R]):
         # in the sender's task; set only while its loop waits for mail (or it is
         # dormant) and it defines one of them.
         self.inline: Actor[M, R] | None = None
+        # The same instance while it may take one, if it defines receive_message_now:
+        # offered a sent message before any envelope is made (ActorRef's sends).
+        self.bare: Actor[M, R] | None = None
 
     def child(
         self,
@@ -234,9 +237,7 @@ class Cell(Generic[M, R]):
         One frame, not a loop inside a helper: every wake-up of the actor resumes
         each coroutine frame between its task and the mailbox's wait.
         """
-        kind = type(instance)
-        if kind.receive_now is not Actor.receive_now or kind.receive_here is not Actor.receive_here:
-            self.inline = instance
+        self.inline, self.bare = inline_takers(instance)
         ctx = instance.ctx
         mailbox = self.mailbox
         streak = 0
@@ -271,7 +272,7 @@ class Cell(Generic[M, R]):
                 else:
                     linger = False
         finally:
-            self.inline = None
+            self.inline = self.bare = None
 
     def _escalate(self, failure: Exception) -> None:
         if self.parent is not None:

@@ -22,7 +22,7 @@ import contextvars
 import functools
 from typing import TYPE_CHECKING, Generic, TypeVar, final
 
-from regiment.actors._actor import Actor, ActorContext
+from regiment.actors._actor import Actor, ActorContext, inline_takers
 from regiment.actors._in_context import in_context
 from regiment.actors._incarnation import Incarnation
 from regiment.actors._ref import current_actor
@@ -76,9 +76,7 @@ def start_dormant(cell: Cell[M, R], host: Incarnation[object, object]) -> None:
         _start_now(cell.name, context, instance)
     cell.started = True
     cell.sleeper = Sleeper(instance, incarnation, context, host)
-    kind = type(instance)
-    if kind.receive_now is not Actor.receive_now or kind.receive_here is not Actor.receive_here:
-        cell.inline = instance
+    cell.inline, cell.bare = inline_takers(instance)
 
 
 def _start_now(name: str, context: contextvars.Context, instance: Actor[M, R]) -> None:

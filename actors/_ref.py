@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
 from contextvars import ContextVar
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Generic, Never, TypeVar, final
 
 from regiment.actors._reply import ReplySlot
@@ -11,10 +12,15 @@ from regiment.actors._reply import ReplySlot
 if TYPE_CHECKING:
     from regiment.actors._cell import Cell
 
-__all__ = ("ActorRef",)
+# What receive_message_now is given for a message sent with no headers (none to copy).
+NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+
+__all__ = ("NO_HEADERS", "ActorRef")
 
 M_contra = TypeVar("M_contra", contravariant=True)
 R_co = TypeVar("R_co", covariant=True)
+M = TypeVar("M")
+R = TypeVar("R")
 
 # The actor whose task is running (inherited by tasks it starts): the sender of
 # what those tasks send, and how stop() notices an actor stopping itself.
@@ -74,7 +80,8 @@ class ActorRef(Generic[M_contra, R_co]):
         """
         cell = self._cell
         await cell.system.checkpoint_if_cancelled()
-        await cell.deliver(cell.system.envelope(message, headers, None))
+        if cell.bare is None or not _offered(cell, message, headers):
+            await cell.deliver(cell.system.envelope(message, headers, None))
 
     def send_nowait(self, message: M_contra, *, headers: Mapping[str, str] | None = None) -> None:
         """Put ``message`` in the mailbox without waiting.
@@ -83,7 +90,16 @@ class ActorRef(Generic[M_contra, R_co]):
             MailboxFull: the mailbox is at capacity (nothing was queued).
             ActorStopped: the actor has stopped; the message became a dead letter.
         """
-        self._cell.deliver_nowait(self._cell.system.envelope(message, headers, None))
+        cell = self._cell
+        bare = cell.bare  # _offered spelled out: a plan step is sent so (#22)
+        if (
+            bare is not None
+            and (cell.mailbox.waiting or (cell.sleeper is not None and not cell.system.closing))
+            and (headers is not None or cell.system.propagator is None)
+            and bare.receive_message_now(message, current_actor.get(), headers or NO_HEADERS)
+        ):
+            return
+        cell.deliver_nowait(cell.system.envelope(message, headers, None))
 
     def send_here(
         self, message: M_contra, *, headers: Mapping[str, str] | None = None
@@ -96,7 +112,16 @@ class ActorRef(Generic[M_contra, R_co]):
             MailboxFull: the mailbox is at capacity (nothing was queued).
             ActorStopped: the actor has stopped; the message became a dead letter.
         """
-        return self._cell.deliver_here(self._cell.system.envelope(message, headers, None))
+        cell = self._cell
+        bare = cell.bare  # _offered spelled out: a step's report is handed in so (#22)
+        if (
+            bare is not None
+            and (cell.mailbox.waiting or (cell.sleeper is not None and not cell.system.closing))
+            and (headers is not None or cell.system.propagator is None)
+            and bare.receive_message_now(message, current_actor.get(), headers or NO_HEADERS)
+        ):
+            return None
+        return cell.deliver_here(cell.system.envelope(message, headers, None))
 
     async def ask(self, message: M_contra, *, timeout: float | None = None) -> R_co:  # noqa: ASYNC109
         """Send ``message`` and wait for the handler's return value.
@@ -133,3 +158,15 @@ class ActorRef(Generic[M_contra, R_co]):
         else:
             cell.close_mailbox()
             await cell.stopped.wait()
+
+
+def _offered(cell: Cell[M, R], message: M, headers: Mapping[str, str] | None) -> bool:
+    """Whether the idle actor's ``receive_message_now`` took ``message`` (no envelope
+    made); ``send_nowait`` and ``send_here`` spell it out (a frame fewer, #22)."""
+    bare = cell.bare
+    return (
+        bare is not None
+        and (cell.mailbox.waiting or (cell.sleeper is not None and not cell.system.closing))
+        and (headers is not None or cell.system.propagator is None)
+        and bare.receive_message_now(message, current_actor.get(), headers or NO_HEADERS)
+    )

@@ -33,7 +33,7 @@ async def stop_instance(cell: Cell[M, R], instance: Actor[M, R]) -> None:
 def retire(cell: Cell[M, R], reason: DeadLetterReason) -> None:
     """Refuse new mail, turn what is queued into dead letters, signal stopped."""
     cell.accepting = False
-    cell.inline = None
+    cell.inline = cell.bare = None
     cell.mailbox.close()
     while True:
         try:

@@ -16,7 +16,7 @@ handlers run one at a time, in the order their turns were asked for, exactly as
 from one mailbox.
 
 A message sent to an idle planner can also be handled at once in the sender's
-task (``receive_now``), if the actor says it is cheap (``_handle_now``): the run's
+task (``receive_message_now``), if the actor says it is cheap (``_handle_now``): the run's
 ``StartRun``, and in a run with no journal that is not nested, a step's report (a
 plain call: what is left of it to await, rarely anything, goes on in a task of the
 planner's own, which holds the turn until it ends). Any other run's report, handed in
@@ -33,12 +33,12 @@ from __future__ import annotations
 import contextvars
 import math
 from collections import deque
-from collections.abc import Awaitable
-from typing import final
+from collections.abc import Awaitable, Mapping
+from typing import Never, final
 
 import anyio
 
-from regiment.actors import Actor, ContextTurns, Envelope, Wakeup
+from regiment.actors import Actor, ActorRef, ContextTurns, Envelope, Wakeup
 from regiment.errors import ActorStopped, LeaseLost, RunCancelled, RunError
 from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.run import _logs as logs
@@ -54,7 +54,7 @@ __all__ = ("TakesTurns", "planner_crashed")
 
 class TakesTurns(Actor[PlannerMessage, None]):
     """Mixed into ``PlannerActor``: ``receive`` and ``take_turn`` run ``_handle``
-    one message at a time; ``receive_now`` runs ``_handle_now``."""
+    one message at a time; ``receive_message_now`` runs ``_handle_now``."""
 
     # Class defaults: an instance sets them only once it uses them.
     _busy = False  # a handler is running, or the turn was handed to a waiter
@@ -124,8 +124,13 @@ class TakesTurns(Actor[PlannerMessage, None]):
         finally:
             self._pass_turn()
 
-    def receive_now(self, envelope: Envelope[PlannerMessage, None]) -> bool:
-        context, message = self._context, envelope.message
+    def receive_message_now(
+        self,
+        message: PlannerMessage,
+        sender: ActorRef[Never, object] | None,
+        headers: Mapping[str, str],
+    ) -> bool:
+        context = self._context  # (no envelope is made for what it takes, #22)
         if self._busy or context is None or type(message) not in self._now_types:
             return False
         self._busy = True
@@ -151,7 +156,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
                     self._busy = False
 
     async def _end_turn(self, message: PlannerMessage, rest: Awaitable[None]) -> None:
-        """What is left of a turn ``receive_now`` took, in a task of the actor's own."""
+        """What is left of a turn ``receive_message_now`` took, in a task of the actor's own."""
         try:
             await rest
         except Exception as exc:

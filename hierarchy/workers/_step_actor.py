@@ -20,12 +20,12 @@ import math
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Mapping
-from typing import assert_never
+from typing import Never, assert_never
 
 import anyio
 from opentelemetry.util.types import AttributeValue
 
-from regiment.actors import Actor, Envelope
+from regiment.actors import Actor, ActorRef
 from regiment.errors import ActorStopped, ConfigError, MailboxFull
 from regiment.hierarchy._log_context import LOG_MARK
 from regiment.hierarchy._messages import (
@@ -52,6 +52,9 @@ from regiment.telemetry import semconv as sc
 __all__ = ("StepActor",)
 
 _StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
+
+
+Sender = ActorRef[Never, object] | None  # who assigned a step (its report goes there)
 
 
 class StepActor(GivesUp, Actor[WorkerMessage, None]):
@@ -103,7 +106,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
     async def receive(self, message: WorkerMessage) -> None:
         match message:
             case AssignStep():
-                self._start(message, self.ctx.envelope)
+                envelope = self.ctx.envelope
+                self._start(message, envelope.sender, envelope.headers)
             case CancelStep():
                 for job in _cancel(self, message):  # cut before a runner took it
                     await self._hand_in(job, await self._run_step(job, math.inf))  # never armed
@@ -114,24 +118,25 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         """Steps still waiting for a runner are reported cancelled, like running ones."""
         await _stop_queued(self._queued, self._jobs, self._name)
 
-    def receive_now(self, envelope: Envelope[WorkerMessage, None]) -> bool:
+    def receive_message_now(
+        self, message: WorkerMessage, sender: Sender, headers: Mapping[str, str]
+    ) -> bool:
         """A step sent while a runner waits goes straight to that runner (one hop fewer a
-        step); a ``CancelStep`` cuts its steps here, as the planner decides (``cut_now``)."""
-        message = envelope.message
+        step; no envelope made for it, #22); a ``CancelStep`` cuts its steps here, as the
+        planner decides (``cut_now``)."""
         if type(message) is AssignStep:  # a runner takes it without a wake-up:
-            if (self._taker or self._idle.parked) and envelope.sender is not None:
-                self._start(message, envelope)
+            if (self._taker or self._idle.parked) and sender is not None:
+                self._start(message, sender, headers)
                 return True
         elif type(message) is CancelStep:
             cut_now(self._jobs, message)
         return False
 
-    def _start(self, assign: AssignStep, envelope: Envelope[WorkerMessage, None]) -> None:
-        sender = envelope.sender
+    def _start(self, assign: AssignStep, sender: Sender, headers: Mapping[str, str]) -> None:
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
-        job = StepJob(assign, sender, envelope.headers)  # type: ignore[arg-type]
+        job = StepJob(assign, sender, headers)  # type: ignore[arg-type]
         self._jobs[job.key] = job
         self._queued.append(job)
         if self._taker:  # a runner handing a report in takes it next (see _steps)

@@ -138,21 +138,7 @@ async def test_a_run_with_no_journal_records_its_changes_with_no_frame_between()
     assert await _counted(_code_called(RunBook.apply.__code__)) >= 3 * _STEPS
 
 
-async def test_a_step_is_taken_by_its_worker_with_no_frame_between() -> None:
-    # send_nowait -> deliver_nowait -> the idle worker's receive_now: _taken_now, a
-    # frame that only repeated deliver_nowait's own test, is gone.
-    taker = StepActor.receive_now.__code__
-
-    def taken(frame: FrameType, event: str, _: object) -> bool:
-        caller = frame.f_back
-        return (
-            event == "call"
-            and frame.f_code is taker
-            and caller is not None
-            and caller.f_code is Cell.deliver_nowait.__code__
-        )
-
-    assert await _counted(taken) == _STEPS
+# A step taken by its worker with no frame between: test_step_envelopes.py.
 
 
 async def test_a_step_sent_to_a_waiting_worker_asks_no_idle_property() -> None:
