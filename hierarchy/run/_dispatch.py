@@ -186,7 +186,9 @@ class Dispatcher:
         self.inflight[(version, step_id, assign.attempt)] = worker
         if self._version == version and self._waiting.pop(step_id, None) is not None:
             self._ready.pop(step_id, None)
-        running = self._running.setdefault(version, {})
+        running = self._running.get(version)
+        if running is None:  # (setdefault built a {} every step for nothing, #22)
+            running = self._running[version] = {}
         running[step_id] = running.get(step_id, 0) + 1
 
     def reported(self, report: StepReport) -> None:
