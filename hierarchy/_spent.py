@@ -39,21 +39,23 @@ class Spent:
         """Charge one report's or one call's ``usage`` (with its model and tool calls)
         to the totals and to ``role``."""
         self.model_calls += model_calls
-        self.tool_calls += tool_calls
-        # Usage.whole_input_tokens, spelled out (a property call per charge): cached
-        # input counts too.
-        inputs = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        self.input_tokens += inputs
-        self.output_tokens += usage.output_tokens
-        self.micro_usd += usage.micro_usd
+        if tool_calls:
+            self.tool_calls += tool_calls
+        inputs, outputs = usage.input_tokens, usage.output_tokens
         counts = self._roles.get(role)
         if counts is None:
             self._roles[role] = counts = [0, 0, 0, 0, 0]
-        counts[0] += usage.input_tokens
-        counts[1] += usage.output_tokens
-        counts[2] += usage.cache_read_tokens
-        counts[3] += usage.cache_write_tokens
-        counts[4] += usage.micro_usd
+        counts[0] += inputs
+        counts[1] += outputs
+        self.output_tokens += outputs
+        reads, writes, micro = usage.cache_read_tokens, usage.cache_write_tokens, usage.micro_usd
+        if reads or writes or micro:  # no cache and no price (most replies): no zeros added, #22
+            counts[2] += reads
+            counts[3] += writes
+            counts[4] += micro
+            self.micro_usd += micro
+            inputs += reads + writes  # Usage.whole_input_tokens: cached input counts too
+        self.input_tokens += inputs
 
     def charge_most(self, role: str, most: Usage) -> None:
         """Charge one model call whose usage never came back at ``most``, the most it
