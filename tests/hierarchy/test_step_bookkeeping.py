@@ -19,7 +19,7 @@ from regiment.hierarchy._spent import Spent
 from regiment.hierarchy.run._dispatch import Dispatcher
 from regiment.models import Usage
 
-from .test_step_envelopes import _counted
+from .test_step_hand_in_cost import _counted
 
 pytestmark = pytest.mark.anyio
 

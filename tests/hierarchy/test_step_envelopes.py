@@ -13,13 +13,11 @@ import pytest
 
 from regiment.actors import ActorRef
 from regiment.actors._system import ActorSystem
-from regiment.hierarchy import Planner, Team, Worker
 from regiment.hierarchy.run._turns import TakesTurns
 from regiment.hierarchy.workers._step_actor import StepActor
-from regiment.models import ScriptedModel
 
-from .brains import Brain, plan_json
-from .profiled import CallCounter, Matches
+from .profiled import Matches
+from .test_step_hand_in_cost import _counted
 
 pytestmark = pytest.mark.anyio
 
@@ -34,27 +32,6 @@ def _called(code: object, caller: object = None) -> Matches:
         )
 
     return matches
-
-
-async def _counted(matches: Matches, steps: int) -> int:
-    """Calls ``matches`` accepts in one warmed-up run of a ``steps``-step sequential plan."""
-    plan = [
-        {"id": f"s{i}", "description": f"part {i}", "depends_on": [f"s{i - 1}"] if i > 1 else []}
-        for i in range(1, steps + 1)
-    ]
-    model = ScriptedModel(Brain([plan_json(*plan)] * 2))
-    team = Team(
-        name="steps",
-        planner=Planner(model=model),
-        workers=[Worker(name="w", description="does parts", model=model)],
-    )
-    counter = CallCounter(matches)
-    async with team.start() as running:
-        assert (await running.run("warm up")).status == "completed"
-        with counter:
-            result = await running.run("do the parts")
-    assert [s.step_id for s in result.steps] == [f"s{i}" for i in range(1, steps + 1)]
-    return counter.count
 
 
 async def test_a_step_and_its_report_make_no_envelope() -> None:
