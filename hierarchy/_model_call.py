@@ -38,7 +38,7 @@ from regiment.telemetry import semconv as sc
 if TYPE_CHECKING:
     from regiment.hierarchy._live_events import LiveSink
 
-__all__ = ("ModelCaller", "described", "input_messages", "output_messages")
+__all__ = ("ModelCaller", "described", "input_messages", "output_messages", "raised_class")
 
 _log = logging.getLogger("regiment.models")
 
@@ -386,9 +386,15 @@ def _name_model(model: Model, exc: BaseException) -> None:
 def described(exc: BaseException) -> str:
     """``exc`` as an error text: ``"<Class>: <message>"``, led by the model that raised
     it when a model of the application's did (``"model 'mine' (MyModel) raised ..."``)."""
+    return f"{raised_class(exc)}: {exc}"
+
+
+def raised_class(exc: BaseException) -> str:
+    """``exc``'s class, led by the model that raised it as in :func:`described`, without
+    its message (which may quote the user's text): for a log line whose traceback, not
+    exported with it, has the message."""
     who = getattr(exc, _RAISED_BY, None)
-    text = f"{type(exc).__name__}: {exc}"
-    return f"{who} raised {text}" if isinstance(who, str) else text
+    return f"{who} raised {type(exc).__name__}" if isinstance(who, str) else type(exc).__name__
 
 
 def _stray_error(model: Model, exc: BaseException) -> ModelError:

@@ -17,7 +17,7 @@ from regiment.actors import Actor
 from regiment.errors import GuardrailError, PlanError, RegimentError, RunError
 from regiment.hierarchy._cut_calls import billed
 from regiment.hierarchy._messages import BudgetLimit, StepReport
-from regiment.hierarchy._model_call import described
+from regiment.hierarchy._model_call import described, raised_class
 from regiment.hierarchy._nested_afford import Unaffordable
 from regiment.hierarchy._result import RunStatus
 from regiment.hierarchy.guard._judge import Purse, judging_within, ledger_purse
@@ -230,6 +230,13 @@ def model_failure(reply: ModelReplied) -> RunError:
     error.__cause__ = reply.error
     if reply.error is not None and not isinstance(reply.error, RegimentError):
         # The application's model raised: a stream's RunFailed and a service's view keep
-        # only the text; the traceback goes to the log (at DEBUG, as a step's does).
-        _log.debug("the %s model call failed: %s", reply.purpose, why, exc_info=reply.error)
+        # only the text; the traceback goes to the log (at DEBUG, as a step's does). Its
+        # message may quote the user's text, so the line names its class only: an
+        # exported log record carries the line, not the traceback (content capture off).
+        _log.debug(
+            "the %s model call failed: %s (traceback below)",
+            reply.purpose,
+            raised_class(reply.error),
+            exc_info=reply.error,
+        )
     return error

@@ -15,7 +15,7 @@ from regiment.errors import (
     ToolError,
 )
 from regiment.hierarchy._messages import AssignStep, StepReport
-from regiment.hierarchy._model_call import described
+from regiment.hierarchy._model_call import described, raised_class
 from regiment.hierarchy._prompts import HookFailed
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.telemetry import error_type
@@ -90,11 +90,11 @@ def _log_applications(assign: AssignStep, worker: str, exc: BaseException) -> No
         cause = cause.__cause__
     if cause is None or isinstance(cause, RegimentError):
         return  # ours all the way down: its message says what happened
-    _log.debug(
-        "%s %s: the step failed: %s",
+    _log.debug(  # the class only: its message may quote the user's text (see _guarded.py)
+        "%s %s: the step failed: %s (traceback below)",
         worker,
         assign.step.id,
-        described(cause),
+        raised_class(cause),
         exc_info=cause,
         extra={"run_id": assign.run_id, "step_id": assign.step.id, "worker": worker},
     )
