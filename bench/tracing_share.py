@@ -39,7 +39,11 @@ Counts = tuple[collections.Counter[str], collections.Counter[str]]
 
 
 def _group(path: str) -> str:
-    if path.startswith(_OURS):
+    # The checkout is the package, and `make`'s .venv and bench/ sit inside it: neither
+    # installed packages nor the bench's own counting exporter are regiment's.
+    if path.startswith(f"{_OURS}bench/"):
+        return "the bench's exporter"
+    if path.startswith(_OURS) and "/site-packages/" not in path:
         return "regiment"
     for name in ("opentelemetry", "anyio"):
         if f"/{name}/" in path:
