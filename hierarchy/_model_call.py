@@ -12,6 +12,7 @@ from opentelemetry.util.types import AttributeValue
 
 from regiment._stray import stray, stray_reason
 from regiment.errors import ModelError, ModelRefused
+from regiment.hierarchy._raised_by import described, name_model, raised_class
 from regiment.hierarchy._span_inputs import server as _server
 from regiment.hierarchy._span_inputs import tuning as _tuning
 from regiment.hierarchy._text import valid_response
@@ -127,7 +128,7 @@ class ModelCaller:
         """
         if stray(exc):
             raise _stray_error(self.model, exc) from exc
-        _name_model(self.model, exc)
+        name_model(self.model, exc)
         _price_spent(self.price, exc)
 
     def _held(self, request: ModelRequest) -> int | None:
@@ -345,7 +346,7 @@ async def _reply(
     except BaseException as exc:  # a cancellation or an interrupt, as a rule
         if stray(exc):
             raise _stray_error(model, exc) from exc
-        _name_model(model, exc)
+        name_model(model, exc)
         _price_spent(price, exc)
         raise
     return response if price is None else _priced(response, price)
@@ -360,41 +361,6 @@ def _price_spent(price: Price | None, exc: BaseException) -> None:
     """A failed call's spent usage (billed all the same) priced at its model's ``price``."""
     if price is not None and isinstance(exc, ModelError) and exc.usage is not None:
         exc.usage = priced(exc.usage, price)
-
-
-# Set on what a model of the application's raised (not a ModelError): the model, named.
-_RAISED_BY = "_regiment_raised_by"
-
-
-def _name_model(model: Model, exc: BaseException) -> None:
-    """Mark ``exc``, raised by ``model``'s own code (not a ``ModelError``), with the model
-    that raised it: the step's or run's error names it (:func:`described`), and so does
-    the traceback (a note). The exception itself passes on unchanged, so spans keep its
-    class as ``error.type``."""
-    if not isinstance(exc, Exception) or isinstance(exc, ModelError):
-        return
-    if getattr(exc, _RAISED_BY, None) is not None:  # a nested call's, named already
-        return
-    who = f"model {model.name!r} ({type(model).__name__})"
-    try:
-        setattr(exc, _RAISED_BY, who)
-    except AttributeError:  # an exception class that takes no attributes: unnamed
-        return
-    exc.add_note(f"raised by {who}")
-
-
-def described(exc: BaseException) -> str:
-    """``exc`` as an error text: ``"<Class>: <message>"``, led by the model that raised
-    it when a model of the application's did (``"model 'mine' (MyModel) raised ..."``)."""
-    return f"{raised_class(exc)}: {exc}"
-
-
-def raised_class(exc: BaseException) -> str:
-    """``exc``'s class, led by the model that raised it as in :func:`described`, without
-    its message (which may quote the user's text): for a log line whose traceback, not
-    exported with it, has the message."""
-    who = getattr(exc, _RAISED_BY, None)
-    return f"{who} raised {type(exc).__name__}" if isinstance(who, str) else type(exc).__name__
 
 
 def _stray_error(model: Model, exc: BaseException) -> ModelError:
