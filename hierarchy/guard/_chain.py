@@ -18,7 +18,7 @@ from regiment._stray import stray, stray_reason
 from regiment._text import clipped
 from regiment.errors import BudgetExceeded
 from regiment.hierarchy._cut_calls import answered_cut
-from regiment.hierarchy.guard._judge import Spend, purse_spent, spending
+from regiment.hierarchy.guard._judge import Spend, purse_spent, spending, unreplayed
 from regiment.hierarchy.guard._note import GuardNote
 from regiment.hierarchy.guard._rewrites import checked_rewrite
 from regiment.hierarchy.guard._types import KINDS, Guardrail, Outcome, Pass, Rewrite, Trip
@@ -74,8 +74,8 @@ async def run_chain(
     try:
         checked = await _run(guards, subject, telemetry, notes, where, spend)
     except anyio.get_cancelled_exc_class():  # billed all the same: the judges that answered
-        if spend.responses and (spent := purse_spent()) is not None:
-            answered_cut(spent, spend.role, spend.responses)
+        if (spent := purse_spent()) is not None and (answered := unreplayed(spend.responses)):
+            answered_cut(spent, spend.role, answered)
         raise
     finally:
         spending().reset(token)

@@ -46,6 +46,7 @@ __all__ = (
     "JudgeTape",
     "Purse",
     "Spend",
+    "charged",
     "judge",
     "judging_reply",
     "judging_within",
@@ -53,6 +54,7 @@ __all__ = (
     "purse_spent",
     "spending",
     "unpriced_judge",
+    "unreplayed",
 )
 
 _log = logging.getLogger("regiment.guardrail")
@@ -299,6 +301,22 @@ async def judge(model: Model, request: ModelRequest) -> ModelResponse:
     if tape is not None and key is not None:
         await tape.record(key, response)
     return response
+
+
+def charged(responses: tuple[ModelResponse, ...]) -> tuple[ModelResponse, ...]:
+    """``responses``, a step's chain's judge replies it charges now: the replayed ones
+    among them are taken from here (``JudgeTape.charged``), not charged again."""
+    if responses and (tape := _TAPE.get()) is not None:
+        for response in responses:
+            tape.charged(response)
+    return responses
+
+
+def unreplayed(responses: list[ModelResponse]) -> list[ModelResponse]:
+    """A cut chain's judge ``responses`` its cut charges: not the replayed ones, which the
+    step's report or the run's end charges (``JudgeTape.unreplayed``)."""
+    tape = _TAPE.get()
+    return responses if tape is None else tape.unreplayed(responses)
 
 
 def _cut(spend: Spend, key: str | None, caller: ModelCaller, request: ModelRequest) -> None:

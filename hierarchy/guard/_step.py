@@ -25,6 +25,7 @@ from regiment.hierarchy.guard._judge import (
     JudgeCall,
     JudgeTape,
     Purse,
+    charged,
     judging_within,
     unpriced_judge,
 )
@@ -130,8 +131,7 @@ class StepGuards:
         ``messages`` given the reply and the reason); their judge calls go on ``tape``."""
         step_id = assign.step.id
 
-        # a judge runs while the step's own call is pending (not yet charged)
-        purse = step_purse(assign.allowance, progress, pending=1)
+        purse = step_purse(assign.allowance, progress, pending=1)  # its own call not charged yet
 
         async def call(request: ModelRequest) -> ModelResponse | None:
             with judging_within(purse, tape):
@@ -395,6 +395,6 @@ def _billed(progress: StepProgress, response: ModelResponse) -> None:
 
 def _charge(progress: StepProgress, checked: Checked[Any]) -> None:
     """The guards' own model calls count against the step's allowance."""
-    for response in checked.spent:
+    for response in charged(checked.spent):  # (replayed ones: taken from here)
         progress.model_calls += 1
         progress.usage = progress.usage + response.usage

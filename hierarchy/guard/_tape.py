@@ -5,7 +5,7 @@ guard on a resume (``ModelCallFinished.failed``)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, final
 
 import msgspec
@@ -100,14 +100,13 @@ class JudgeTape:
         begin: Callable[[str, str, ModelCaller, ModelRequest], Awaitable[None]] | None = None,
         asked: Mapping[str, ModelCallFinished] | None = None,
         taken: set[str] | None = None,
-        held: bool = False,
     ) -> None:
         self._prefix = prefix
         self._taken = taken  # the keys a resume replayed (charged: ``run._unreplayed``)
-        # ``held``: a replayed reply's key is taken only once its chain's spending is
-        # charged (``charged``), by reply: a chain cut before that leaves it to the run's
-        # end to charge (the planner side's, whose log charges its chains' calls).
-        self._held: dict[int, str] | None = {} if held else None
+        # A replayed reply's key is taken only once its chain's spending is charged
+        # (``charged``: by the planner side's guard log, or by the step), by reply: a
+        # chain cut before that leaves it to the step's report or the run's end to charge.
+        self._held: dict[int, str] = {}
         self._responses = responses  # the resumed run's journaled replies (empty: a new run)
         self._asked = asked or {}  # those of them with more to say (a failed call's error)
         self._write = write
@@ -128,24 +127,28 @@ class JudgeTape:
         """
         if (replayed := self._responses.get(key)) is None:
             return None
-        if self._held is not None:
-            self._held[id(replayed)] = key
-        elif self._taken is not None:
-            self._taken.add(key)
+        self._held[id(replayed)] = key
         if spend.telemetry.tracing:  # no chat span (the model is not asked): the guard's says so
             trace.get_current_span().add_event(sc.REPLAYED_EVENT, _CHAT)
         if (failed := self.failed(key, replayed)) is not None:
             if failed.usage is not None:  # charged as the reply it is (``charged``)
-                spend.responses.append(replayed)
-                spend.responses.extend(failed_reply(Usage()) for _ in range(failed.model_calls - 1))
+                more = [failed_reply(Usage()) for _ in range(failed.model_calls - 1)]
+                self._held.update((id(r), "") for r in more)  # (counted with its key)
+                spend.responses += (replayed, *more)
             raise failed
         spend.responses.append(replayed)
         return replayed
 
     def charged(self, response: ModelResponse) -> None:
-        """A chain's ``response`` is charged: if a replayed one (``held``), its key is taken."""
+        """A chain's ``response`` is charged: if a replayed one, its key is taken."""
         if self._held and (key := self._held.pop(id(response), None)) and self._taken is not None:
             self._taken.add(key)
+
+    def unreplayed(self, responses: Sequence[ModelResponse]) -> list[ModelResponse]:
+        """``responses`` less the replayed ones not charged yet: a cut chain leaves those
+        to the step's report or the run's end (their keys are not taken)."""
+        held = self._held
+        return [r for r in responses if id(r) not in held]
 
     def failed(self, key: str, response: ModelResponse) -> ModelError | None:
         """The error the call ``key`` (replayed as ``response``) failed with, if it did."""

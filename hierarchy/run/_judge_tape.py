@@ -45,4 +45,4 @@ def run_tape(journal: RunJournal | None) -> JudgeTape | None:
             await journal_intent(calls, key, role or "guardrail", caller, request)
 
     replay = calls.replay
-    return JudgeTape("run/", replay.responses, write, begin, replay.asked, replay.taken, held=True)
+    return JudgeTape("run/", replay.responses, write, begin, replay.asked, replay.taken)

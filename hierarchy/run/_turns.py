@@ -34,7 +34,7 @@ import contextvars
 import math
 from collections import deque
 from collections.abc import Awaitable, Mapping
-from typing import Never, final
+from typing import TYPE_CHECKING, Never, final
 
 import anyio
 
@@ -80,6 +80,10 @@ class TakesTurns(Actor[PlannerMessage, None]):
     def _record(self, change: RunChange) -> None:
         raise NotImplementedError  # PlannerActor's
 
+    if TYPE_CHECKING:  # (GuardedActor's: no placeholder at run time, it comes later in the MRO)
+
+        def _note_guards(self) -> None: ...
+
     def _stopped_early(self) -> None:
         """The planner stops before its run ended (its ``on_stop``). A task of its own
         raised (a handler's failure went through ``_failed`` already): the run fails
@@ -87,6 +91,7 @@ class TakesTurns(Actor[PlannerMessage, None]):
         working for a run that is over. Otherwise the team is stopping under the run."""
         crash = self.ctx.failure
         if crash is None:
+            self._note_guards()  # as ``_end``: what the guards' judges spent, not charged yet
             settle(self._book.channel.journal)  # resumed: its replies never replayed
             self._record(RunAborted(RunCancelled(_TEAM_STOPPED)))
             return
