@@ -59,11 +59,13 @@ async def _call_tools(
     assign: AssignStep,
     progress: StepProgress,
     telemetry: Telemetry,
-    journaled: StepCalls,
+    journaled: StepCalls | None,
     guards: StepGuards | None = None,
     gate: Approvals | None = None,
 ) -> tuple[list[ToolResultPart], bool]:
-    """Run one response's tool calls at once (results in call order); did any fail?"""
+    """Run one response's tool calls at once (results in call order); did any fail?
+    ``journaled`` is ``None`` only on a plain step's plain call (``_plain``): the step's
+    own count numbers it, as a log made at its first call would (both start at 0)."""
     # (Asked only when a fence or a stop may say no; a step's share only when it caps calls.)
     if (progress.stopped or progress.fence is not None) and progress.fenced(assign.plan_version):
         await held_back(progress, assign, calls, telemetry, toolset)  # its plan is over: no tool
@@ -74,7 +76,7 @@ async def _call_tools(
         limit = await tool_calls_across(progress, limit, len(calls))
     allowed = len(calls) if limit is None else max(0, min(len(calls), limit - progress.tool_calls))
     progress.tool_calls += allowed
-    first = journaled.reserve(allowed)
+    first = progress.tool_calls - allowed if journaled is None else journaled.reserve(allowed)
     begun: set[int] = set()  # calls whose bodies started (a cut lists them: _outcomes)
     try:
         if allowed == 1 and guards is None and telemetry.metrics is None and not telemetry.traced:
@@ -83,8 +85,13 @@ async def _call_tools(
             call, at = calls[0], (assign, first, begun)
             approver = approver_of(gate, toolset, at, call, progress, None) if gate else None
             begun.add(first)
-            results[0] = await journaled.tool(toolset, first, call, approver)
-        elif allowed:
+            if journaled is None:  # nothing to key, record, replay or stream (_plain)
+                results[0] = await toolset.call(
+                    call.name, call.arguments, call_id=call.id, approver=approver
+                )
+            else:
+                results[0] = await journaled.tool(toolset, first, call, approver)
+        elif allowed and journaled is not None:
             at = (assign, first, begun)
             await call_around(
                 toolset, calls[:allowed], at, progress, telemetry, journaled, results, guards, gate
@@ -220,7 +227,9 @@ async def run_tool_loop(  # at most 15 keywords a call: more, and 3.11 packs a d
             continue
         messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
-        journaled = journaled or StepCalls(None, assign, worker)  # (none until a tool call)
+        if journaled is None and not _plain(tool_calls, toolset, telemetry):
+            journaled = StepCalls(None, assign, worker)  # (none until a call needs it)
+            journaled.reserve(progress.tool_calls)  # numbered on from the step's own count
         if response.stop_reason in STOPPED_EARLY and response.cut_off:
             results, failed = _cut_off(tool_calls, progress, telemetry, toolset)
         else:
@@ -233,6 +242,16 @@ async def run_tool_loop(  # at most 15 keywords a call: more, and 3.11 packs a d
             _check_failures(progress.outcomes[ran_before:], toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))
     return _capped(progress, assign, worker, max_iterations)
+
+
+def _plain(calls: tuple[ToolCallPart, ...], toolset: Toolset, telemetry: Telemetry) -> bool:
+    """Whether a step with no log yet (nothing replayed, journaled, streamed or charged if
+    cut, no guards) can call ``calls`` with none: one call, untraced and unmeasured, of a
+    tool that reads no context (a context's key is derived from the log's numbering)."""
+    if len(calls) != 1 or telemetry.traced or telemetry.metrics is not None:
+        return False
+    found = toolset.get(calls[0].name)
+    return found is None or not found.takes_context
 
 
 def _cut_off(
