@@ -5,8 +5,9 @@ number in its step (from 0, in reply order, a reply's calls one after another). 
 that skips its call log while its calls need no key must number them the same: the keys
 below are written out from that rule, not read back from the code, and asked of a run
 with no journal (no log until a call needs one), with deps (a log from the start), with
-a journal (every call's intent journaled with its key) and resumed after a crash (the
-call in flight runs again under its key; the calls after it are numbered on)."""
+a journal (every call's intent journaled with its key), paused for an approval and
+resumed, and resumed after a crash (the call in flight runs again under its key; the
+calls after it are numbered on)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from regiment.hierarchy import RunStarted
 from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import SqliteJournal, ToolCallStarted
 from regiment.models import ModelRequest, ModelResponse, ToolResultPart, tool_call_response
+from regiment.tools import Approve
 
 pytestmark = pytest.mark.anyio
 
@@ -54,9 +56,10 @@ def _done(request: ModelRequest) -> int:
 class _Keys:
     """The tools, each context reading one noting the key it was given."""
 
-    def __init__(self, hold_at: int | None = None) -> None:
+    def __init__(self, hold_at: int | None = None, *, asks: bool = False) -> None:
         self.seen: list[tuple[str, str]] = []
         self.hold_at = hold_at  # whose's call with this key number waits there for ever
+        self.asks = asks  # refund needs approval: a journaled run pauses there
         self.held = anyio.Event()
 
     def team(self) -> Team:
@@ -76,7 +79,7 @@ class _Keys:
                 await anyio.sleep_forever()
             return "yours"
 
-        @tool(idempotency_key=("order_id",))
+        @tool(idempotency_key=("order_id",), requires_approval=self.asks)
         async def refund(order_id: str, ctx: RunContext[object]) -> str:
             """Refund an order."""
             seen.append(("refund", ctx.idempotency_key))
@@ -176,3 +179,20 @@ async def test_a_resumed_run_gives_the_call_in_flight_its_key_and_numbers_on(
     assert result.status == "completed"
     assert resumed.seen == _expected(run_id)[1:]  # call 2 replayed; 4 again, same key
     assert await _intents(copy, run_id) == _journaled(run_id)
+
+
+async def test_a_run_paused_for_an_approval_keys_its_calls_the_same_once_resumed(
+    tmp_path: Path,
+) -> None:
+    keys, path = _Keys(asks=True), tmp_path / "runs.db"
+    async with keys.team().start(journal=path) as running:
+        paused = await running.run("go")
+        assert paused.status == "paused"
+        (request,) = paused.pending_approvals
+        assert request.idempotency_key == "refund:order_id=o7"
+        assert keys.seen == _expected(paused.run_id)[:2]
+        await running.approve(request.request_id, Approve(), by="ana")
+        result = await running.resume(paused.run_id)
+    assert result.status == "completed"
+    assert keys.seen == _expected(paused.run_id)
+    assert await _intents(path, paused.run_id) == _journaled(paused.run_id)
