@@ -64,7 +64,7 @@ async def _call_tools(
     gate: Approvals | None = None,
 ) -> tuple[list[ToolResultPart], bool]:
     """Run one response's tool calls at once (results in call order); did any fail?
-    ``journaled`` is ``None`` only on a plain step's plain call (``_plain``): the step's
+    ``journaled`` is ``None`` only on a plain step's plain call (``_log_if_needed``): the step's
     own count numbers it, as a log made at its first call would (both start at 0)."""
     # (Asked only when a fence or a stop may say no; a step's share only when it caps calls.)
     if (progress.stopped or progress.fence is not None) and progress.fenced(assign.plan_version):
@@ -85,7 +85,7 @@ async def _call_tools(
             call, at = calls[0], (assign, first, begun)
             approver = approver_of(gate, toolset, at, call, progress, None) if gate else None
             begun.add(first)
-            if journaled is None:  # nothing to key, record, replay or stream (_plain)
+            if journaled is None:  # nothing to key, record, replay or stream
                 results[0] = await toolset.call(
                     call.name, call.arguments, call_id=call.id, approver=approver
                 )
@@ -227,9 +227,7 @@ async def run_tool_loop(  # at most 15 keywords a call: more, and 3.11 packs a d
             continue
         messages.append(Message(role="assistant", parts=response.parts))
         ran_before = len(progress.outcomes)
-        if journaled is None and not _plain(tool_calls, toolset, telemetry):
-            journaled = StepCalls(None, assign, worker)  # (none until a call needs it)
-            journaled.reserve(progress.tool_calls)  # numbered on from the step's own count
+        journaled = journaled or _log_if_needed(tool_calls, toolset, telemetry, at)
         if response.stop_reason in STOPPED_EARLY and response.cut_off:
             results, failed = _cut_off(tool_calls, progress, telemetry, toolset)
         else:
@@ -244,14 +242,24 @@ async def run_tool_loop(  # at most 15 keywords a call: more, and 3.11 packs a d
     return _capped(progress, assign, worker, max_iterations)
 
 
-def _plain(calls: tuple[ToolCallPart, ...], toolset: Toolset, telemetry: Telemetry) -> bool:
-    """Whether a step with no log yet (nothing replayed, journaled, streamed or charged if
-    cut, no guards) can call ``calls`` with none: one call, untraced and unmeasured, of a
-    tool that reads no context (a context's key is derived from the log's numbering)."""
-    if len(calls) != 1 or telemetry.traced or telemetry.metrics is not None:
-        return False
-    found = toolset.get(calls[0].name)
-    return found is None or not found.takes_context
+def _log_if_needed(
+    calls: tuple[ToolCallPart, ...],
+    toolset: Toolset,
+    telemetry: Telemetry,
+    at: tuple[AssignStep, StepProgress, str, int],
+) -> StepCalls | None:
+    """The log of a step that had none (nothing replayed, journaled, streamed or charged
+    if cut, no guards) once ``calls`` need it, numbering on from the step's own count;
+    ``None`` (a plain call) for one call, untraced and unmeasured, of a tool that reads
+    no context (a context's key is derived from the call's number)."""
+    if len(calls) == 1 and not telemetry.traced and telemetry.metrics is None:
+        found = toolset.get(calls[0].name)
+        if found is None or not found.takes_context:
+            return None
+    assign, progress, worker, _ = at
+    journaled = StepCalls(None, assign, worker)
+    journaled.reserve(progress.tool_calls)  # the calls numbered before it
+    return journaled
 
 
 def _cut_off(
