@@ -91,7 +91,8 @@ async def _call_tools(
                 )
             else:
                 results[0] = await journaled.tool(toolset, first, call, approver)
-        elif allowed and journaled is not None:
+        elif allowed:  # (_log_if_needed makes a log for every call but a plain step's one)
+            assert journaled is not None, "a step's tool calls ran with no call log"
             at = (assign, first, begun)
             await call_around(
                 toolset, calls[:allowed], at, progress, telemetry, journaled, results, guards, gate
