@@ -158,10 +158,15 @@ class BufferedJournal(JournalLookups, CommitWatch):
         Raises:
             JournalError: some of the lease's writes were refused (after letting go).
         """
+        key = (lease.run_id, lease.token)
+        error = self._broken.get(key)
+        if error is not None and key in self._held:  # its run stopped at the failure:
+            self._unreported.discard(key)  # let go without waiting (for the next commit:
+            _let_go(self, key, lease)  # the journal may still be failing)
+            raise _raised(error)
         self._releases.append(lease)  # after the lease's records: written in the same commit
         self._appended += 1
         await self._wait_committed(self._appended)  # a stale lease's release is a no-op
-        key = (lease.run_id, lease.token)
         self._next_seq.pop(key, None)
         self._held.pop(key, None)
         # The lease is done: its refusal is reported here, once, and not kept for good.
@@ -276,7 +281,8 @@ class BufferedJournal(JournalLookups, CommitWatch):
         self._taken.update(refused.runs)
         self._lost.update(refused.renewals)
         for key, error in refused.leases.items():
-            if key not in self._broken:
+            # (a lease let go of is not written with again: its refused release is not kept)
+            if key not in self._broken and key in self._next_seq:
                 self._broken[key] = _kept(error)
                 self._unreported.add(key)
         self._tell_watchers(batch.records, refused.leases)
@@ -352,7 +358,16 @@ def _let_go_of_failed(journal: BufferedJournal, run_id: str | None) -> None:
     for key, lease in list(journal._held.items()):
         mine = run_id is None or key[0] == run_id or key[0].startswith(nested)
         if mine and key in journal._broken:
-            del journal._held[key]
-            journal._next_seq.pop(key, None)
-            journal._releases.append(lease)
-            journal._appended += 1
+            _let_go(journal, key, lease)
+
+
+def _let_go(journal: BufferedJournal, key: LeaseKey, lease: Lease) -> None:
+    """Queue the release of ``lease``, whose writes failed, and forget it, and its error
+    once reported (``close`` reports the rest): a long-lived journal kept every such
+    run's lease and error until it closed."""
+    del journal._held[key]
+    journal._next_seq.pop(key, None)
+    if key not in journal._unreported:
+        del journal._broken[key]
+    journal._releases.append(lease)
+    journal._appended += 1

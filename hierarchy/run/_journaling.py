@@ -287,8 +287,8 @@ class RunJournal(Replaying):
                     await self.flush()
             if self._error is None:
                 await self._journal.release(self._lease)
-            elif isinstance(self._error, LeaseLost):  # the journal answers, the run is another's:
-                # it forgets the lease and what refused its writes (said below, not by its close)
+            else:  # the journal forgets the lease and what refused its writes (said below,
+                # not by its release; for a resume, the journal lets go of the run's lease)
                 with contextlib.suppress(JournalError):
                     await self._journal.release(self._lease)
         finally:
