@@ -70,8 +70,11 @@ class EndsRun(Actor[PlannerMessage, None]):
         self._record(RunFinished(answer, status))
 
     def _end(self) -> None:
-        self._note_guards()  # what the guards' judges spent, handed over and not charged yet
-        settle(self._book.channel.journal)  # resumed: the journaled replies never replayed
+        # (each only if there is something: a plain run's end pays two look-ups for both)
+        if (log := self._guards.log).spent or log.notes:
+            self._note_guards()  # what the guards' judges spent, handed over and not charged
+        if (journal := self._book.channel.journal) is not None and journal.unreplayed is not None:
+            settle(journal)  # resumed: the journaled replies never replayed
         self._drop_held(None)  # a resume that never reached the version a drop named
         self._phase = Done()
         self._calls.stop()
