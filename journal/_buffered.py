@@ -64,7 +64,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
         self._creations: list[Creation] = []  # new runs, committed with the next batch
         self._renewals: list[tuple[Lease, float]] = []  # leases to extend, to when; likewise
         self._releases: list[Lease] = []  # leases given up, likewise
-        self._lost: dict[LeaseKey, JournalError] = {}  # renewals refused, until renew reads it
+        self._lost: dict[LeaseKey, JournalError] = {}  # renewals refused, until renewed/released
         self._taken: dict[str, JournalError] = {}  # new runs refused, until create_run reads it
         self._appended = 0
         self._committed = 0
@@ -141,13 +141,14 @@ class BufferedJournal(JournalLookups, CommitWatch):
         Written by the next group commit: the heartbeats of many runs share transactions.
         """
         self._raise_if_broken(lease)
+        key = (lease.run_id, lease.token)
+        self._lost.pop(key, None)  # (tried again: its last refusal is over)
         expires_at = self._clock() + ttl
         self._renewals.append((lease, expires_at))
         self._appended += 1
         await self._wait_committed(self._appended)
-        error = self._lost.pop((lease.run_id, lease.token), None)
-        if error is not None:
-            raise error
+        if (error := self._lost.get(key)) is not None:  # kept for its release (its run
+            raise _raised(error)  # stops at it): that release waits for no commit
         return Lease(
             run_id=lease.run_id, owner=lease.owner, token=lease.token, expires_at=expires_at
         )
@@ -159,7 +160,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
             JournalError: some of the lease's writes were refused (after letting go).
         """
         key = (lease.run_id, lease.token)
-        error = self._broken.get(key)
+        error = self._broken.get(key) or self._lost.get(key)
         if error is not None and key in self._held:  # its run stopped at the failure:
             self._unreported.discard(key)  # let go without waiting (for the next commit:
             _let_go(self, key, lease)  # the journal may still be failing)
@@ -169,6 +170,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
         await self._wait_committed(self._appended)  # a stale lease's release is a no-op
         self._next_seq.pop(key, None)
         self._held.pop(key, None)
+        self._lost.pop(key, None)
         # The lease is done: its refusal is reported here, once, and not kept for good.
         error = self._broken.pop(key, None)
         self._unreported.discard(key)
@@ -279,7 +281,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
         """Count the batch as done; keep what it refused, for the next call; tell watchers."""
         self._committed += batch.size()
         self._taken.update(refused.runs)
-        self._lost.update(refused.renewals)
+        self._lost.update((key, _kept(error)) for key, error in refused.renewals.items())
         for key, error in refused.leases.items():
             # (a lease let go of is not written with again: its refused release is not kept)
             if key not in self._broken and key in self._next_seq:
@@ -367,7 +369,8 @@ def _let_go(journal: BufferedJournal, key: LeaseKey, lease: Lease) -> None:
     run's lease and error until it closed."""
     del journal._held[key]
     journal._next_seq.pop(key, None)
+    journal._lost.pop(key, None)
     if key not in journal._unreported:
-        del journal._broken[key]
+        journal._broken.pop(key, None)
     journal._releases.append(lease)
     journal._appended += 1

@@ -24,6 +24,7 @@ from regiment.journal import SqliteJournal
 from regiment.models import ModelRequest, ScriptedModel
 
 from ..hierarchy.brains import plan_json, step_of
+from .records import created, new_id
 
 pytestmark = pytest.mark.anyio
 
@@ -82,6 +83,40 @@ async def test_runs_failed_by_their_journal_leave_nothing_in_it_and_their_leases
                     await elsewhere.release(lease)
             finally:
                 await elsewhere.close()
+    finally:
+        blocker.close()
+        await journal.close()
+
+
+async def test_a_lease_whose_renewal_failed_is_let_go_of_with_the_next_commit(
+    tmp_path: Path,
+) -> None:
+    # A run whose heartbeat's renewal failed stops there, and its end releases its lease:
+    # the release raises the renewal's refusal at once (it waited for a commit, of a
+    # journal maybe still failing: 30 s of a locked SQLite file's busy_timeout), and
+    # goes with the journal's next commit, once it works again.
+    path = tmp_path / "runs.db"
+    journal = await SqliteJournal.open(path, busy_timeout=0.02)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    run_id = new_id()
+    try:
+        lease = await journal.create_run(created(run_id), owner="here:1:1", ttl=30)
+        blocker.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(JournalError):
+            await journal.renew(lease, ttl=30)
+        committed = journal._committed
+        with pytest.raises(JournalError):
+            await journal.release(lease)
+        assert journal._committed == committed  # no commit tried (1 more on main)
+        blocker.execute("ROLLBACK")
+        await journal.flush()
+        assert _errors_alive() == 0  # nothing kept of the refusal
+        elsewhere = await SqliteJournal.open(path)
+        try:  # on main: LeaseHeld, for the lease's 30 s
+            taken = await elsewhere.acquire(run_id, owner="elsewhere:1:1", ttl=30)
+            await elsewhere.release(taken)
+        finally:
+            await elsewhere.close()
     finally:
         blocker.close()
         await journal.close()
