@@ -266,7 +266,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
             refused = _refuse_all(batch, error)
             raise error from exc
         finally:
-            self._settle(batch, refused)
+            _settle(self, batch, refused)
             self._committing = None
             done.set()
 
@@ -275,19 +275,7 @@ class BufferedJournal(JournalLookups, CommitWatch):
             refused = commit(batch, self._clock())
         except JournalError as exc:
             refused = _refuse_all(batch, exc)
-        self._settle(batch, refused)
-
-    def _settle(self, batch: Batch, refused: Refused) -> None:
-        """Count the batch as done; keep what it refused, for the next call; tell watchers."""
-        self._committed += batch.size()
-        self._taken.update(refused.runs)
-        self._lost.update((key, _kept(error)) for key, error in refused.renewals.items())
-        for key, error in refused.leases.items():
-            # (a lease let go of is not written with again: its refused release is not kept)
-            if key not in self._broken and key in self._next_seq:
-                self._broken[key] = _kept(error)
-                self._unreported.add(key)
-        self._tell_watchers(batch.records, refused.leases)
+        _settle(self, batch, refused)
 
     # -- reading ---------------------------------------------------------------
 
@@ -316,6 +304,19 @@ def _take_buffer(journal: BufferedJournal) -> Batch:
     parts = (journal._creations, journal._buffer, journal._renewals, journal._releases)
     journal._creations, journal._buffer, journal._renewals, journal._releases = [], [], [], []
     return Batch(*parts, durable)
+
+
+def _settle(journal: BufferedJournal, batch: Batch, refused: Refused) -> None:
+    """Count the batch as done; keep what it refused, for the next call; tell watchers."""
+    journal._committed += batch.size()
+    journal._taken.update(refused.runs)
+    journal._lost.update((key, _kept(error)) for key, error in refused.renewals.items())
+    for key, error in refused.leases.items():
+        # (a lease let go of is not written with again: its refused release is not kept)
+        if key not in journal._broken and key in journal._next_seq:
+            journal._broken[key] = _kept(error)
+            journal._unreported.add(key)
+    journal._tell_watchers(batch.records, refused.leases)
 
 
 def _kept(error: JournalError) -> JournalError:
