@@ -62,14 +62,16 @@ class Approve(msgspec.Struct, frozen=True, kw_only=True, tag="approve"):
     """Run the call as the model asked."""
 
 
-class Deny(msgspec.Struct, frozen=True, kw_only=True, tag="deny"):
-    """Do not run the call; the model is told ``reason``."""
+class Deny(msgspec.Struct, frozen=True, tag="deny"):
+    """Do not run the call; the model is told ``reason`` (``Deny("over the limit")`` or
+    ``Deny(reason=...)``)."""
 
     reason: str
 
 
-class EditArguments(msgspec.Struct, frozen=True, kw_only=True, tag="edit"):
-    """Run the call with these arguments instead (they are validated again).
+class EditArguments(msgspec.Struct, frozen=True, tag="edit"):
+    """Run the call with these arguments instead (they are validated again):
+    ``EditArguments({"amount": 100})`` or ``EditArguments(arguments=...)``.
 
     Attributes:
         arguments: the complete replacement arguments.
