@@ -12,7 +12,7 @@ from rich.text import Text
 
 from regiment._text import visible
 from regiment.cli._progress import RunProgress, StepRow, TokenMeter
-from regiment.cli._view import cut
+from regiment.cli._view import cached, cut
 from regiment.hierarchy import events as ev
 from regiment.models import usd_text
 
@@ -70,6 +70,7 @@ class LiveView:
             f"  plan v{p.version}  ",
             (p.phase, "cyan"),
             f"  {p.elapsed():.1f} s  {max(self._meter.total(), p.tokens):,} tokens",
+            cached(p.usage),
             f"  {usd_text(p.micro_usd)}" if p.micro_usd else "",
         )
         table = Table(show_edge=False, pad_edge=False, expand=False)

@@ -77,6 +77,7 @@ class RunProgress:
     answer_told: dict[str, int] = field(default_factory=dict)
     tokens: int = 0  # reported so far: the steps', then the whole run's
     micro_usd: int = 0  # what they cost (priced models only), as tokens
+    usage: Usage = field(default_factory=Usage)  # the whole run's, once it has ended
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -153,13 +154,16 @@ class RunProgress:
             case ev.BudgetExhausted() | ev.BudgetToppedUp():
                 self._budget(event)
             case ev.RunCompleted(result=result):
-                self.phase, self.finished = result.status, True
-                self.tokens = result.usage.total_tokens
-                self.micro_usd = result.usage.micro_usd
-            case ev.RunFailed():
-                self.phase, self.finished = "failed", True
+                self._ended(result.status, result.usage)
+            case ev.RunFailed(usage=usage):  # what it spent before it failed, as a completed run's
+                self._ended("failed", usage)
             case _:
                 assert_never(event)
+
+    def _ended(self, status: str, usage: Usage) -> None:
+        """The run ended ``status``, having spent ``usage`` in all."""
+        self.phase, self.finished, self.usage = status, True, usage
+        self.tokens, self.micro_usd = usage.total_tokens, usage.micro_usd
 
     def _budget(self, event: ev.BudgetExhausted | ev.BudgetToppedUp) -> None:
         """A step topped up, or a budget (a step's share, or the run's) ran out."""

@@ -50,9 +50,18 @@ def cut(text: str, limit: int = _OUTPUT_CHARS) -> str:
 
 def _tokens(usage: Usage) -> str:
     """``, N tokens`` for the step's model calls, from its report (so with tracing
-    off too), and what they cost when priced; nothing for a step that made none."""
+    off too), what of them the prompt cache took, and what they cost when priced;
+    nothing for a step that made none."""
     used = usage.total_tokens
-    return f", {used} tokens{cost(usage)}" if used else ""
+    return f", {used} tokens{cached(usage)}{cost(usage)}" if used else ""
+
+
+def cached(usage: Usage) -> str:
+    """`` (prompt cache: N read, M written)`` when the calls' provider reported tokens
+    read from its prompt cache or written to it (issue #19: in the CLI summary), else
+    nothing."""
+    read, written = usage.cache_read_tokens, usage.cache_write_tokens
+    return f" (prompt cache: {read} read, {written} written)" if read or written else ""
 
 
 def cost(usage: Usage) -> str:
@@ -121,9 +130,9 @@ def describe(event: ev.Event) -> str | None:
         case ev.ApprovalResolved():
             return _resolved_line(event)
         case ev.RunCompleted(result=result):
-            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens{cost(result.usage)}{estimated(result.estimated_usage)}"
+            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens{cached(result.usage)}{cost(result.usage)}{estimated(result.estimated_usage)}"
         case ev.RunFailed(error_type=kind):  # why: the command's last line says it once
-            return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cost(event.usage)}{estimated(event.estimated_usage)}"
+            return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cached(event.usage)}{cost(event.usage)}{estimated(event.estimated_usage)}"
         case _:
             assert_never(event)
 
