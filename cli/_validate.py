@@ -19,6 +19,7 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     from regiment.config import TeamConfig
     from regiment.hierarchy import Team, TeamWorker, Worker
+    from regiment.tools import Tool
 
 __all__ = ("validate", "validate_command")
 
@@ -144,8 +145,10 @@ def _tools_of(worker: Worker | TeamWorker) -> str:
     are not started, so their tools are not known)."""
     from regiment.hierarchy import Worker  # loaded already: the team was built
 
-    own = ", ".join(worker.capabilities)
-    servers = worker.mcp_servers if isinstance(worker, Worker) else ()
+    if not isinstance(worker, Worker):  # a team worker: the child team's workers
+        return ", ".join(worker.capabilities) or "no tools"
+    own = ", ".join(_tool_name(tool) for tool in worker.toolset)
+    servers = worker.mcp_servers
     if not servers:
         return own or "no tools"
     named = ", ".join(
@@ -155,5 +158,17 @@ def _tools_of(worker: Worker | TeamWorker) -> str:
         for s in servers
     )
     plural = "s" if len(servers) > 1 else ""
-    mcp = f"the tools of MCP server{plural} {named} (listed when the team starts)"
+    # require_approval may name a server's tools, checked once the team lists them
+    waits = [n for n in worker.require_approval if n not in worker.toolset.names]
+    needs = f"; {', '.join(waits)} needs approval" if waits else ""
+    mcp = f"the tools of MCP server{plural} {named} (listed when the team starts{needs})"
     return f"{own}; {mcp}" if own else mcp
+
+
+def _tool_name(tool: Tool[..., object]) -> str:
+    """A tool's name, and whether its calls wait for a decision (``@tool(requires_approval=...)``,
+    or the worker's ``require_approval``): every call, or those its rule picks."""
+    rule = tool.policy.requires_approval
+    if rule is False:
+        return tool.name
+    return f"{tool.name} (needs approval)" if rule is True else f"{tool.name} (may need approval)"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from regiment import Deny, EditArguments
-from regiment.hierarchy import to_json
 
 from .approval_team import Shop, plan_json, shop_team, step
 
@@ -23,7 +23,7 @@ def test_the_decisions_take_their_field_by_position() -> None:
         arguments={"amount": 1}, reason="capped"
     )
     # what the journal and the service write of them is unchanged
-    assert to_json(Deny("no")) == b'{"type":"deny","reason":"no"}'
+    assert msgspec.json.encode(Deny("no")) == b'{"type":"deny","reason":"no"}'
 
 
 async def test_a_positional_deny_and_edit_decide_a_paused_run(tmp_path: Path) -> None:
