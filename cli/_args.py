@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from regiment._version import __version__
 from regiment.cli._approvals import add_approval_commands
-from regiment.cli._journal_cmds import add_journal_commands, add_journal_option, journal_value
+from regiment.cli._journal_cmds import add_journal_commands, add_journal_option, add_service_journal
 from regiment.cli._journal_cmds import whole_number as _whole_number
 from regiment.errors import ConfigError
 
@@ -237,15 +237,8 @@ def _add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     )
     mcp.add_argument("--app-dir", metavar="DIR", default=".", help=_APP_DIR, action=_Once)
     _add_trace(mcp, "each run's", " (parented by the client's _meta traceparent)")
-    mcp.add_argument(
-        "--journal",
-        metavar="J",
-        type=journal_value,
-        help="journal runs here (SQLite file or postgresql:// URL): a run that pauses for "
-        "approvals then waits there for `regiment approve`, and the tool resume(run_id) "
-        "finishes it",
-        action=_Once,
-    )
+    what = ": a run that pauses for approvals waits there for `regiment approve`, and the tool "
+    add_service_journal(mcp, what=f"{what}resume(run_id) finishes it", once=_Once)
     _add_serve(commands)
 
 
@@ -265,13 +258,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--port", type=_port, default=8000, help="default 8000 (0: a free port)", action=_Once
     )
-    serve.add_argument(
-        "--journal",
-        metavar="J",
-        type=journal_value,
-        help="journal runs here (SQLite file or postgresql:// URL)",
-        action=_Once,
-    )
+    add_service_journal(serve, what="", once=_Once)
     serve.add_argument(
         "--token", metavar="T", help="bearer token (default: $REGIMENT_TOKEN)", action=_Once
     )

@@ -62,6 +62,48 @@ def add_journal_option(parser: argparse.ArgumentParser, *, can_turn_off: bool = 
         group.add_argument("--no-journal", action="store_true", help="do not journal the run")
 
 
+def add_service_journal(
+    parser: argparse.ArgumentParser, *, what: str, once: type[argparse.Action]
+) -> None:
+    """``--journal J`` and ``--no-journal`` of ``serve`` and ``mcp``: a journal named, else
+    ``$REGIMENT_JOURNAL``, else none (their runs are kept in memory); ``what`` says what a
+    journal gives the command (``once``: the option is refused when given twice)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--journal",
+        metavar="J",
+        type=_service_journal_value,
+        help=f"journal runs here (SQLite file or postgresql:// URL){what}; default: "
+        "$REGIMENT_JOURNAL, else none (runs are kept in memory)",
+        action=once,
+    )
+    group.add_argument(
+        "--no-journal", action="store_true", help="journal nothing, even with $REGIMENT_JOURNAL set"
+    )
+
+
+def service_journal(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """The journal ``serve`` or ``mcp`` uses (``None``: none) and where it was named, for
+    its errors: ``--journal``, else ``$REGIMENT_JOURNAL`` (an empty one is unset), unless
+    ``--no-journal``."""
+    if args.journal is not None:
+        return args.journal, "--journal"
+    if args.no_journal:
+        return None, "--no-journal"
+    return environ.get("REGIMENT_JOURNAL") or None, "$REGIMENT_JOURNAL"
+
+
+def _service_journal_value(text: str) -> str:
+    """A ``serve`` / ``mcp`` ``--journal``: not blank, and the error says what leaving it
+    out does there."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "it is blank; give an SQLite file or a postgresql:// URL, or leave --journal out "
+            "to use $REGIMENT_JOURNAL, else no journal (--no-journal: none either way)"
+        )
+    return text
+
+
 def journal_value(text: str) -> str:
     """A ``--journal``: not empty (``--journal "$J"`` with ``J`` unset would otherwise read
     or write a journal the user did not name)."""

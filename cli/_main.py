@@ -12,10 +12,11 @@
     regiment runs [--status S] [--limit N] [--json] [--journal PATH_OR_URL]
     regiment show RUN_ID [--json] [--journal PATH_OR_URL]
     regiment validate TEAM_FILE [--app-dir DIR]
-    regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J] [--backend asyncio|trio]
-                 [--trace jaeger|none] [--app-dir DIR]
-    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--journal J] [--lease-ttl S]
-                   [--keep-runs N] [--model SPEC] [--trace jaeger|none] [--app-dir DIR] [-v|-vv]
+    regiment mcp TEAM_FILE [--model SPEC] [--http PORT] [--journal J | --no-journal]
+                 [--backend asyncio|trio] [--trace jaeger|none] [--app-dir DIR]
+    regiment serve TEAM_FILE [--host H] [--port P] [--token T] [--journal J | --no-journal]
+                   [--lease-ttl S] [--keep-runs N] [--model SPEC] [--trace jaeger|none]
+                   [--app-dir DIR] [-v|-vv]
     regiment approvals [RUN_ID] [--json] [--limit N] [--journal PATH_OR_URL]
     regiment approve RUN_ID REQUEST_ID [--deny REASON | --edit JSON_OBJECT] [--by NAME]
                      [--team TEAM_FILE] [--app-dir DIR] [--journal PATH_OR_URL]
@@ -70,7 +71,7 @@ from regiment.cli._exit import (
     watch_signals,
 )
 from regiment.cli._hints import journal_flag, journal_reader
-from regiment.cli._journal_cmds import journal_flag_error, journal_read
+from regiment.cli._journal_cmds import journal_flag_error, journal_read, service_journal
 from regiment.cli._options import choose_model, placed, run_options
 from regiment.cli._printed import printed
 from regiment.cli._resume import add_import_root as _add_import_root
@@ -290,6 +291,7 @@ async def _serve_http(
 
     notes: list[str] = []  # said once it serves, after any refusal (the only line)
     model = choose_model(config, args.team_file, args.model, environ, stderr, notes)
+    args.journal, source = service_journal(args, environ)
     with serve_tracing(args.trace, config, stderr) as (config, telemetry):
         team = build_team(config, model=model, telemetry=telemetry, source=args.team_file)
         try:
@@ -297,7 +299,7 @@ async def _serve_http(
                 team, args, environ=environ, stderr=stderr, stop=stop, note="".join(notes)
             )
         except JournalError as exc:  # it could not be opened: nothing was served
-            return config_error(journal_flag_error(args.journal, exc), stderr)
+            return config_error(journal_flag_error(args.journal, exc, source), stderr)
         except ToolError as exc:  # an MCP server could not be started: nothing ran
             from regiment.cli._start_error import start_error  # loads the hierarchy
 
@@ -320,6 +322,7 @@ async def _serve_mcp(
 
     notes: list[str] = []  # said once it serves, after any refusal (the only line)
     model = choose_model(config, args.team_file, args.model, environ, stderr, notes)
+    args.journal, source = service_journal(args, environ)
     try:
         # Not the global provider: the MCP SDK's spans of each message (initialize, tools/list,
         # ...) would be a trace each. A run's root is parented by the client's _meta.
@@ -336,7 +339,7 @@ async def _serve_mcp(
                 source=args.team_file,
             )
     except JournalError as exc:  # it could not be opened: nothing was served
-        raise journal_flag_error(args.journal, exc) from exc
+        raise journal_flag_error(args.journal, exc, source) from exc
     except RegimentError as exc:
         if isinstance(exc, ConfigError):
             raise
