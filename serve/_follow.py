@@ -1,5 +1,6 @@
 """What ``GET /runs/{id}/events`` streams: a run's numbered events (and, asked for, its
-live progress), from this process's record or read back from the journal."""
+live progress), from this process's record or read back from the journal, and, for a
+run another process runs, from the journal as that process journals them."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import logging
 from collections.abc import AsyncIterator
 from typing import final
 
-from regiment.hierarchy import Event
+import anyio
 
-from ._journaled import journaled_first, replay
+from regiment.hierarchy import Event, RunCompleted, RunFailed
+
+from ._journaled import absorb, journaled_first, journaled_record, replay
 from ._live import LiveTap, follow_live
 from ._registry import RunRecord
 from ._service import Service
+from ._waits import polled
 
 __all__ = ("Following",)
 
@@ -24,9 +28,10 @@ class Following:
     """One follower's stream of ``record``'s run (``tap``: its live progress, if asked for).
 
     After ``events``, ``record`` is the record the stream ended on and ``live`` whether
-    this process drove it (else the journal's view, which may end before the run does)."""
+    this process drove it (else the journal's view, which may end before the run does:
+    the run paused, or stalled)."""
 
-    __slots__ = ("live", "progress", "record", "s", "tap")
+    __slots__ = ("here", "live", "progress", "record", "s", "tap")
 
     def __init__(self, s: Service, record: RunRecord, tap: LiveTap, *, progress: bool) -> None:
         self.s = s
@@ -34,6 +39,7 @@ class Following:
         self.tap = tap
         self.progress = progress
         self.live = False
+        self.here = False  # a run followed in the journal that this process runs since
 
     async def events(self, last: int) -> AsyncIterator[tuple[int | None, Event]]:
         """The run's events numbered above ``last``, to its end (or the journal's)."""
@@ -51,9 +57,15 @@ class Following:
             self.record = await s.find(run_id, as_followed=True) or self.record
         record = self.record
         self.live = s.store.get(run_id) is record
-        if not self.live:  # read back from the journal
-            async for seq, event in replay(record, last):
+        if not self.live:  # read back from the journal (as it gets them, if it runs elsewhere)
+            events = self._journaled(last) if self._elsewhere() else replay(record, last)
+            async for seq, event in events:
+                last = seq
                 yield seq, event
+            if self.here:  # this process resumed it meanwhile: followed live from here on
+                self.here, self.record = False, await s.find(run_id, as_followed=True) or record
+                async for item in self.events(last):
+                    yield item
             return
         follow = s.store.follow(run_id, last)
         events = follow_live(record, last, self.tap) if self.progress else follow
@@ -62,6 +74,56 @@ class Following:
         async for item in events:
             yield item
 
+    def _elsewhere(self) -> bool:
+        """Whether the journal's ``record`` is of a run another process runs now (not the
+        run of a nested team in a run this process runs: its top run's stream has it)."""
+        record, s = self.record, self.s
+        return (
+            s.journal is not None
+            and record.status == "running"
+            and not _ended(record)
+            and s.top_here(record.run_id) is None
+        )
+
+    async def _journaled(self, last: int) -> AsyncIterator[tuple[int, Event]]:
+        """The events above ``last`` of a run another process runs: those the journal has,
+        then each as its journal gets it, read every ``POLL`` s (as ``?wait=true`` waits for
+        such a run), to the run's end, pause or stall (``record`` is then the journal's
+        view of it, in one read, so its end is streamed as a replay streams it), or until
+        this process runs it (``here``)."""
+        s, record = self.s, self.record
+        assert s.journal is not None
+        log.debug("a follower follows a run another process runs", extra={"run_id": record.run_id})
+        try:
+            while True:
+                # Its last event, if its end, waits for the status that says how it ended
+                # (a cancelled run's RunCompleted is streamed as the RunFailed it ended with).
+                ends = _ended(record)
+                for seq in range(last + 1, len(record.events) + (0 if ends else 1)):
+                    last = seq
+                    yield seq, record.events[seq - 1]
+                info = await polled(s, s.journal, record.run_id)
+                if info is None:
+                    self.here = True
+                    return
+                if info.status != "running":
+                    break
+                absorb(record, await s.journal.read(record.run_id, after=record.read_to))
+        except anyio.get_cancelled_exc_class():
+            log.debug(
+                "a follower of a run another process runs left; the run goes on",
+                extra={"run_id": record.run_id},
+            )
+            raise
+        self.record = await journaled_record(s.journal, record.run_id) or record
+        async for seq, event in replay(self.record, last):
+            yield seq, event
+
     def done(self) -> None:
         """The response is over (also when the client hung up, its generator left open)."""
         self.record.taps.discard(self.tap)
+
+
+def _ended(record: RunRecord) -> bool:
+    """Whether ``record``'s events so far end with a run's end (or pause)."""
+    return bool(record.events) and isinstance(record.events[-1], RunCompleted | RunFailed)

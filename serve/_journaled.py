@@ -9,7 +9,7 @@ it: a client's ``Last-Event-ID`` stays good across a restart.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import cast
 
 import msgspec
@@ -19,6 +19,7 @@ from regiment._text import shown
 from regiment.errors import UnknownRun
 from regiment.hierarchy import Event, OpenEnds, RunCompleted, RunFailed, RunResult
 from regiment.journal import (
+    Entry,
     EventRecorded,
     Journal,
     RunCreated,
@@ -32,6 +33,7 @@ from ._registry import RunRecord, cancelled
 
 __all__ = (
     "STREAM_END",
+    "absorb",
     "journaled_first",
     "journaled_record",
     "journaled_runs",
@@ -56,7 +58,17 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
     except UnknownRun:  # a journal that fails otherwise is an error, not a 404
         return None
     record = _from_info(info)
+    absorb(record, entries)
+    _as_streamed(record)
+    record.ended.set()
+    return record
+
+
+def absorb(record: RunRecord, entries: Iterable[Entry]) -> None:
+    """Add the run's next journal ``entries``, in order, to ``record``: its events and what
+    they tell (a follower of a run another process runs reads them so as they come)."""
     for entry in entries:
+        record.read_to = entry.seq
         match entry.record:
             case RunCreated(session=session, deps_hash=deps):
                 record.session, record.deps_hash = session, deps
@@ -74,9 +86,6 @@ async def journaled_record(journal: Journal, run_id: str) -> RunRecord | None:
                     record.result = msgspec.convert(result, RunResult)
             case _:
                 pass  # plans, steps, model calls: the events already tell them
-    _as_streamed(record)
-    record.ended.set()
-    return record
 
 
 def _readable(record: RunRecord, recorded: EventRecorded) -> Event | None:

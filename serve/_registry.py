@@ -55,6 +55,8 @@ class RunRecord:
     """What of the run's journal could not be read, and why (``GET /runs/{id}``'s ``not_shown``)."""
     deps_hash: str | None = None
     """Read back from the journal: its ``RunCreated.deps_hash`` (``None``: not known)."""
+    read_to: int = 0
+    """Read back from the journal: the sequence number of the last record read into it."""
 
 
 def cancelled(run_id: str, got: RunResult | None = None) -> RunFailed:

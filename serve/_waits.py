@@ -15,10 +15,12 @@ from collections.abc import Awaitable, Callable, MutableMapping
 
 import anyio
 
+from regiment.journal import Journal, RunInfo
+
 from ._registry import RunRecord
 from ._service import Service
 
-__all__ = ("POLL", "waited")
+__all__ = ("POLL", "polled", "waited")
 
 log = logging.getLogger("regiment.serve")
 
@@ -40,6 +42,15 @@ async def waited(s: Service, record: RunRecord, receive: Receive, *, cancels: bo
         await runs.wait(latest, receive, cancels=False)  # resumed here since: not this post's
         latest = await s.latest(latest)
     return latest
+
+
+async def polled(s: Service, journal: Journal, run_id: str) -> RunInfo | None:
+    """One look at a run another process runs, ``POLL`` s after the last one: its listing in
+    the journal, or ``None`` if this process runs it now (or is resuming it)."""
+    await anyio.sleep(POLL)
+    info = await journal.get_run(run_id)
+    resuming = s.runs is not None and s.runs.resuming(run_id) is not None
+    return None if resuming or s.store.get(run_id) is not None else info
 
 
 def _elsewhere(s: Service, record: RunRecord) -> bool:
@@ -69,10 +80,8 @@ async def _watched(s: Service, run_id: str, receive: Receive) -> bool:
 
         tg.start_soon(hang_up)
         while not left:
-            await anyio.sleep(POLL)
-            info = await journal.get_run(run_id)
-            resuming = s.runs is not None and s.runs.resuming(run_id) is not None
-            if info.status != "running" or resuming or s.store.get(run_id) is not None:
+            info = await polled(s, journal, run_id)
+            if info is None or info.status != "running":
                 break
         tg.cancel_scope.cancel()
     if left:

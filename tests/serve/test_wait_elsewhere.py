@@ -5,10 +5,6 @@ SQLite file and a real PostgreSQL server, under real uvicorn."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import anyio
 import httpx2 as httpx
 import pytest
@@ -16,37 +12,13 @@ import pytest
 from examples.service.serving import serving
 from regiment.serve import create_app
 from tests.hierarchy.approval_team import Shop, plan_json, shop_team, step
+from tests.serve.hearing import hearing
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 SLOW = plan_json(step("s1", "slow", "slow 1"))
 GOAL = {"goal": "slow order 1"}
 KEY = {"Idempotency-Key": "slow-1"}
-
-
-class _Said(logging.Handler):
-    """Sets ``heard`` once the service logs ``words`` (its requests run in this process)."""
-
-    def __init__(self, words: str, heard: anyio.Event) -> None:
-        super().__init__(logging.DEBUG)
-        self.words, self.heard = words, heard
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.words in record.getMessage():
-            self.heard.set()
-
-
-@contextmanager
-def _hearing(words: str, heard: anyio.Event) -> Iterator[None]:
-    logger, handler = logging.getLogger("regiment.serve"), _Said(words, heard)
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 async def test_a_retry_waits_for_the_run_another_service_runs(journal: str) -> None:
@@ -62,8 +34,8 @@ async def test_a_retry_waits_for_the_run_another_service_runs(journal: str) -> N
         # A retry whose client hangs up: the wait ends, the run goes on.
         waiting, left = anyio.Event(), anyio.Event()
         with (
-            _hearing("waits for a run another process runs", waiting),
-            _hearing("a waiting request's client left; the run goes on", left),
+            hearing("waits for a run another process runs", waiting),
+            hearing("a waiting request's client left; the run goes on", left),
         ):
             async with anyio.create_task_group() as tg:
 
@@ -85,7 +57,7 @@ async def test_a_retry_waits_for_the_run_another_service_runs(journal: str) -> N
             answers.append(await c.post(f"{two}/runs?wait=true", json=GOAL, headers=KEY))
             moved.set()
 
-        with _hearing("waits for a run another process runs", moved):
+        with hearing("waits for a run another process runs", moved):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(retry)
                 await moved.wait()
