@@ -22,6 +22,10 @@ __all__ = ("Following",)
 
 log = logging.getLogger("regiment.serve")
 
+_GOING = frozenset(("running", "paused"))
+"""The journal's statuses of a run that goes on in its process: ``paused`` as soon as a
+step asks for an approval, while its other steps still work, until its ``RunCompleted``."""
+
 
 @final
 class Following:
@@ -80,7 +84,7 @@ class Following:
         record, s = self.record, self.s
         return (
             s.journal is not None
-            and record.status == "running"
+            and record.status in _GOING
             and not _ended(record)
             and s.top_here(record.run_id) is None
         )
@@ -106,9 +110,11 @@ class Following:
                 if info is None:
                     self.here = True
                     return
-                if info.status != "running":
+                if info.status not in _GOING:
                     break
                 absorb(record, await s.journal.read(record.run_id, after=record.read_to))
+                if info.status == "paused" and _ended(record):  # it got to its pause
+                    break
         except anyio.get_cancelled_exc_class():
             log.debug(
                 "a follower of a run another process runs left; the run goes on",

@@ -217,6 +217,7 @@ HEAVY_FIRST = (
     "tests/cli/test_usage_before_notes.py",  # 42 s, 6 tests
     "tests/cli/test_interrupt_waits.py",  # 40 s, 3 tests
     "tests/test_public_structs.py",  # 36 s, 1 tests
+    "tests/serve/test_follow_elsewhere.py",  # 35 s, 8 tests (one process, load 2)
     "tests/cli/test_answer_unwritten.py",  # 34 s, 5 tests
     "tests/cli/test_show_ends.py",  # 33 s, 5 tests
     "tests/test_readme.py",  # 33 s, 10 tests

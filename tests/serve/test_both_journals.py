@@ -171,34 +171,3 @@ async def test_a_resumed_runs_live_stream_replays_its_journal_once_then_goes_on(
         assert min(progress) > got.index(journaled[-1])  # ... after the replay, not in it
         assert shop.refunds == []  # s1's tool ran before the stall, not again
         assert await run_events(c, run_id) == numbered  # a replay after it is the same
-
-
-async def test_a_run_live_in_another_service_streams_what_is_journaled_then_says_so(
-    journal: str,
-) -> None:
-    # The stream of a run another service (sharing the journal) runs stopped after the
-    # journaled events without a word: a follower could not tell it from a cut.
-    shop, plan = Shop(), plan_json(step("s1", "slow", "slow 1"))
-    async with (
-        serving(create_app(shop_team(shop, plan), journal=journal)) as there,
-        serving(create_app(shop_team(shop, plan), journal=journal)) as here,
-        httpx.AsyncClient(base_url=there) as runs_it,
-        httpx.AsyncClient(base_url=here) as c,
-    ):
-        run_id = (await runs_it.post("/runs", json={"goal": "slow"})).json()["run_id"]
-        async with runs_it.stream("GET", f"/runs/{run_id}/events") as response:
-            async for frame in frames(response):
-                if frame.event == "StepDispatched":
-                    break
-        *journaled, end = await run_events(c, run_id)
-        assert [f.event for f in journaled] == ["RunStarted", "PlanCreated", "StepDispatched"]
-        assert end.data is not None
-        assert (end.id, end.event, end.data["status"]) == (None, "StreamEnd", "running")
-        assert end.data["last_event_id"] == 3
-        assert "runs in another process that shares this service's journal" in str(
-            end.data["detail"]
-        )
-        shop.release.set()
-        await run_events(runs_it, run_id)  # to its end
-        *_, last = await run_events(c, run_id)  # now the journal has its end: no StreamEnd
-        assert last.event == "RunCompleted"

@@ -79,6 +79,33 @@ async def test_a_follower_on_another_service_gets_the_run_as_it_goes_to_its_end(
     assert followed[-1].data["result"]
 
 
+async def test_a_run_that_asks_for_an_approval_is_followed_to_its_pause(journal: str) -> None:
+    # The journal lists the run paused as soon as its refund asks for an approval, while
+    # its slow step still works: the stream ended there, with a StreamEnd "paused".
+    shop = Shop()
+    plan = plan_json(step("s1", "slow", "slow 1"), step("s2", "billing", "refund 88213 40"))
+    async with (
+        serving(create_app(shop_team(shop, plan), journal=journal)) as one,
+        serving(create_app(shop_team(shop, plan), journal=journal)) as two,
+        httpx.AsyncClient(timeout=60) as c,
+    ):
+        run_id = (await c.post(f"{one}/runs", json={"goal": "slow order 1"})).json()["run_id"]
+        async with c.stream("GET", f"{two}/runs/{run_id}/events") as response:
+            events = frames(response)
+            before = await _until(events, "ApprovalRequested")
+            assert (await c.get(f"{two}/runs/{run_id}")).json()["status"] == "paused"
+            shop.release.set()  # the slow step ends; then the run pauses
+            after = await _rest(events)
+        async with httpx.AsyncClient(base_url=one, timeout=60) as d:
+            replayed = await run_events(d, run_id)
+    assert [f.event for f in after] == ["StepCompleted", "RunCompleted"]
+    assert before + after == replayed
+    assert after[-1].data is not None
+    result = after[-1].data["result"]
+    assert isinstance(result, dict)
+    assert result["status"] == "paused", result
+
+
 async def test_a_follower_of_a_run_whose_service_is_killed_is_told_it_stalled(
     journal: str, tmp_path: Path
 ) -> None:
