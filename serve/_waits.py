@@ -6,6 +6,7 @@ run it took over from this one) tells this process nothing as it goes, so its st
 read from the journal every ``POLL`` s until it is no longer ``running`` (ended, paused,
 or stalled: its process stopped), or this process runs it now (a resume here), or the
 client hangs up: that ends the wait, never the run (it is not this process's to cancel).
+An events stream follows such a run at the same pace (``polled``, see ``_follow``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ log = logging.getLogger("regiment.serve")
 
 POLL = 0.5
 """Seconds between two reads of the status of a run another process runs, while a
-``?wait=true`` request waits for it (one light query each)."""
+``?wait=true`` request waits for it (one light query each), or a follower of its events
+stream follows it (and one more for its new records)."""
 
 Receive = Callable[[], Awaitable[MutableMapping[str, object]]]
 
