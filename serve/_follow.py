@@ -62,8 +62,8 @@ class Following:
         record = self.record
         self.live = s.store.get(run_id) is record
         if not self.live:  # read back from the journal (as it gets them, if it runs elsewhere)
-            events = self._journaled(last) if self._elsewhere() else replay(record, last)
-            async for seq, event in events:
+            journaled = self._journaled(last) if self._elsewhere() else replay(record, last)
+            async for seq, event in journaled:
                 last = seq
                 yield seq, event
             if self.here:  # this process resumed it meanwhile: followed live from here on
