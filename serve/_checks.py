@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
+from regiment._shown import shown_spec
 from regiment.errors import ConfigError
 from regiment.hierarchy import RunningTeam, Team
-from regiment.journal import JournalSpec
+from regiment.journal import Journal, JournalSpec
 
 __all__ = (
     "check_lease_ttl",
+    "check_same_database",
     "check_seconds",
     "check_token_text",
     "checked_args",
@@ -101,7 +105,8 @@ def served_journal(team: Team | RunningTeam, journal: JournalSpec) -> JournalSpe
     Raises:
         ConfigError: a ``RunningTeam`` started without a journal, given one (its runs
             are not journaled there: a keyed retry after a restart ran again), or given
-            another ``Journal`` object than its own.
+            another ``Journal`` object than its own, or a path or URL that names another
+            database than its own (see ``check_same_database``).
     """
     if not isinstance(team, RunningTeam):
         return journal
@@ -113,13 +118,65 @@ def served_journal(team: Team | RunningTeam, journal: JournalSpec) -> JournalSpe
             "journal, so its runs are not journaled there and the app would not find them "
             "after a restart; start it with Team.start(journal=...) and leave journal= out"
         )
-    if not isinstance(journal, str | Path) and journal is not team.journal:
+    if isinstance(journal, str | Path):
+        check_same_database(team.journal, journal)
+    elif journal is not team.journal:
         raise ConfigError(
             "create_app(running, journal=...) got another Journal than the one the "
             "RunningTeam journals its runs in: leave journal= out (the app answers from "
             "running.journal)"
         )
     return journal
+
+
+def check_same_database(journal: Journal, spec: str | Path) -> None:
+    """Refuse ``spec``, a file path or a ``postgresql://`` URL given beside a
+    ``RunningTeam``, unless it names the database ``journal`` (the team's) is: the same
+    SQLite file (however the path is spelt), or the same server, port, database, user and
+    parameters (the schema in ``options``; passwords aside). The app answered from the
+    other one: the team's runs were missing from it, and a keyed retry ran again.
+
+    Raises:
+        ConfigError: they differ (or cannot be told the same: two spellings of one host),
+            naming both (without passwords) and the fix, which always works: leave
+            ``journal=`` out.
+    """
+    where, given = journal.where, str(spec)
+    if _is_url(where) or _is_url(given):
+        same = _is_url(where) and _is_url(given) and _server(where) == _server(given)
+    else:
+        same = _same_file(where, given)
+    if not same:
+        raise ConfigError(
+            f"create_app(running, journal={shown_spec(given)!r}): the RunningTeam journals its "
+            f"runs in {where}, not there, so the app would list and replay runs from another "
+            "journal than its runs are in: leave journal= out (the app answers from "
+            "running.journal), or start the team with Team.start(journal=...) of that one"
+        )
+
+
+def _is_url(spec: str) -> bool:
+    return spec.startswith(("postgresql://", "postgres://"))
+
+
+def _server(url: str) -> tuple[object, ...]:
+    """What names a PostgreSQL database in ``url`` (its password left out)."""
+    parts = urlsplit(shown_spec(url))
+    try:
+        port = parts.port or 5432
+    except ValueError:  # not a number: as the URL has it (psycopg refuses it anyway)
+        port = parts.netloc.rpartition(":")[2]
+    host = (parts.hostname or "").lower()
+    kept = sorted(p for p in parse_qsl(parts.query, keep_blank_values=True))
+    return host, port, parts.path, parts.username, tuple(kept)
+
+
+def _same_file(where: str, given: str) -> bool:
+    """Whether the paths name one file (a link, or a relative path, to it too)."""
+    try:
+        return os.path.samefile(where, given)
+    except OSError:  # one of them is missing: not the team's file, which exists
+        return False
 
 
 def checked_args(

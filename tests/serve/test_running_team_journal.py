@@ -7,6 +7,7 @@ a real SQLite file and a real PostgreSQL server."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import httpx2 as httpx
@@ -61,3 +62,37 @@ async def test_a_journal_the_running_team_does_not_journal_in_is_refused(tmp_pat
             create_app(running, journal=running.journal)  # its own: taken
     finally:
         await other.close()
+
+
+async def test_a_path_or_url_of_another_database_is_refused_and_its_own_is_taken(
+    journal: str, tmp_path: Path
+) -> None:
+    # A path or URL was taken as it was: the app answered from that database while the
+    # team journaled its runs in its own, so a keyed retry ran again after a restart.
+    other_file, other_url = str(tmp_path / "other.db"), f"{journal}x" if "://" in journal else ""
+    async with shop_team(Shop(), PLAN).start(journal=journal) as running:
+        assert running.journal is not None
+        own = running.journal.where
+        create_app(running, journal=journal)  # its own: taken
+        if "://" not in journal:  # the same file, spelt otherwise: taken too
+            (tmp_path / "link.db").symlink_to(journal)
+            create_app(running, journal=tmp_path / "link.db")
+            create_app(running, journal=_relative(journal))
+        else:  # the same database, its URL spelt otherwise
+            scheme, _, rest = journal.partition("://")
+            create_app(
+                running, journal=f"{'postgres' if scheme == 'postgresql' else scheme}://{rest}"
+            )
+        others = [other_file, other_url or "postgresql://ana:secret@db.example:5432/runs"]
+        for other in others:
+            with pytest.raises(ConfigError) as refused:
+                create_app(running, journal=other)
+            said = str(refused.value)
+            assert f"the RunningTeam journals its runs in {own}, not there" in said, said
+            assert "leave journal= out" in said
+            assert "secret" not in said  # a password is never shown
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the working directory (``../..`` as it takes)."""
+    return os.path.relpath(path)
