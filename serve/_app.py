@@ -56,7 +56,6 @@ from ._http import (
     ticketed,
     under,
 )
-from ._journaled import unfinished
 from ._keys import Keyed, check_same, idempotency_key, keyed_run_id
 from ._live import LiveTap
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
@@ -325,8 +324,7 @@ async def _events(s: Service, request: Request) -> Response:
             # frame; else every frame of the burst went to the dead socket, and asyncio
             # logged 'socket.send() raised exception.' for each past the fourth.
             await anyio.lowlevel.checkpoint()
-        ended, top = following.record, s.top_here(following.record.run_id)
-        if not following.live and (end := unfinished(ended, under(request, ""), top)) is not None:
+        if (end := following.end(under(request, ""))) is not None:
             yield end  # the run goes on (or waits) where no one here runs it: says so
 
     async def done() -> None:  # also when the client hung up, its generator left open

@@ -9,10 +9,12 @@ from collections.abc import AsyncIterator
 from typing import final
 
 import anyio
+from sse_starlette import ServerSentEvent
 
+from regiment.errors import JournalError
 from regiment.hierarchy import Event, RunCompleted, RunFailed
 
-from ._journaled import absorb, journaled_first, journaled_record, replay
+from ._journaled import absorb, journaled_first, journaled_record, replay, unfinished
 from ._live import LiveTap, follow_live
 from ._registry import RunRecord
 from ._service import Service
@@ -35,7 +37,7 @@ class Following:
     this process drove it (else the journal's view, which may end before the run does:
     the run paused, or stalled)."""
 
-    __slots__ = ("here", "live", "progress", "record", "s", "tap")
+    __slots__ = ("failed", "here", "live", "progress", "record", "s", "tap")
 
     def __init__(self, s: Service, record: RunRecord, tap: LiveTap, *, progress: bool) -> None:
         self.s = s
@@ -44,6 +46,7 @@ class Following:
         self.progress = progress
         self.live = False
         self.here = False  # a run followed in the journal that this process runs since
+        self.failed: str | None = None  # what the journal raised as it was followed there
 
     async def events(self, last: int) -> AsyncIterator[tuple[int | None, Event]]:
         """The run's events numbered above ``last``, to its end (or the journal's)."""
@@ -115,15 +118,34 @@ class Following:
                 absorb(record, await s.journal.read(record.run_id, after=record.read_to))
                 if info.status == "paused" and _ended(record):  # it got to its pause
                     break
+            self.record = await journaled_record(s.journal, record.run_id) or record
         except anyio.get_cancelled_exc_class():
             log.debug(
                 "a follower of a run another process runs left; the run goes on",
                 extra={"run_id": record.run_id},
             )
             raise
-        self.record = await journaled_record(s.journal, record.run_id) or record
+        except JournalError as exc:  # down, say: the stream ends saying so (a StreamEnd)
+            self.failed = type(exc).__name__
+            log.warning(
+                "run %s: reading the journal failed (%s) while a follower followed the run, "
+                "which another process runs; the follower was told to reconnect",
+                record.run_id,
+                self.failed,
+                extra={"run_id": record.run_id},
+            )
+            del record.events[last:]  # the events it was sent, no more (its Last-Event-ID)
+            return
         async for seq, event in replay(self.record, last):
             yield seq, event
+
+    def end(self, root: str) -> ServerSentEvent | None:
+        """The ``StreamEnd`` frame, once ``events`` is over, of a stream that ended before
+        its run did (``None`` if it ended with its run's end, or this process drove it)."""
+        if self.live:
+            return None
+        top = self.s.top_here(self.record.run_id)
+        return unfinished(self.record, root, top, failed=self.failed)
 
     def done(self) -> None:
         """The response is over (also when the client hung up, its generator left open)."""

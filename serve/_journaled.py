@@ -154,16 +154,24 @@ async def replay(record: RunRecord, after: int) -> AsyncIterator[tuple[int, Even
         yield seq, record.events[seq - 1]
 
 
-def unfinished(record: RunRecord, root: str, top: str | None = None) -> ServerSentEvent | None:
+def unfinished(
+    record: RunRecord, root: str, top: str | None = None, *, failed: str | None = None
+) -> ServerSentEvent | None:
     """The ``StreamEnd`` frame (no ``id``) for a run read back from the journal whose events
     stop before its last one (``None`` if they end with it): without it the stream just
     stopped, and a follower could not tell a run nobody runs from a cut connection.
-    (``top``: the run's top run, if this is a nested team's run and this process runs it.)"""
+    (``top``: the run's top run, if this is a nested team's run and this process runs it;
+    ``failed``: the class of the error the journal raised as the run was followed.)"""
     if record.events and isinstance(record.events[-1], RunCompleted | RunFailed):
         return None
     seen, run_id = len(record.events), record.run_id
     again = f"then GET {root}/runs/{run_id}/events with Last-Event-ID: {seen} for the rest"
-    if record.status == "stalled":
+    if failed is not None:
+        detail = (
+            f"this service could not read its journal ({failed}, logged) as it followed run "
+            f"{run_id}, which another process runs: once the journal is back, {again}"
+        )
+    elif record.status == "stalled":
         detail = (
             f"no process runs run {run_id} (it stopped before its end): POST "
             f"{root}/runs/{run_id}/resume finishes it, {again}"

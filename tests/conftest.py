@@ -236,6 +236,7 @@ HEAVY_FIRST = (
     "tests/mcp_tools/test_mcp_server_logs_rest.py",  # 26 s, 6 tests
     "tests/cli/test_broken_team_files.py",  # 26 s, 6 tests
     "tests/journal/test_crash_in_flight_asks.py",  # 26 s, 5 tests
+    "tests/serve/test_follow_journal_down.py",  # 17 s, 1 test (one process, load 2)
     "tests/cli/test_service_journal.py",  # 14 s, 9 tests
 )
 
