@@ -163,7 +163,7 @@ def _server(url: str) -> tuple[object, ...]:
     """What names a PostgreSQL database in ``url`` (its password left out)."""
     parts = urlsplit(shown_spec(url))
     try:
-        port = parts.port or 5432
+        port: object = parts.port or 5432
     except ValueError:  # not a number: as the URL has it (psycopg refuses it anyway)
         port = parts.netloc.rpartition(":")[2]
     host = (parts.hostname or "").lower()
