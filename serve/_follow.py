@@ -12,21 +12,17 @@ import anyio
 from sse_starlette import ServerSentEvent
 
 from regiment.errors import JournalError
-from regiment.hierarchy import Event, RunCompleted, RunFailed
+from regiment.hierarchy import Event
 
-from ._journaled import absorb, journaled_first, journaled_record, replay, unfinished
+from ._journaled import journaled_first, journaled_record, replay, unfinished
 from ._live import LiveTap, follow_live
 from ._registry import RunRecord
 from ._service import Service
-from ._waits import polled
+from ._waits import at_end, going, newer, polled
 
 __all__ = ("Following",)
 
 log = logging.getLogger("regiment.serve")
-
-_GOING = frozenset(("running", "paused"))
-"""The journal's statuses of a run that goes on in its process: ``paused`` as soon as a
-step asks for an approval, while its other steps still work, until its ``RunCompleted``."""
 
 
 @final
@@ -85,12 +81,7 @@ class Following:
         """Whether the journal's ``record`` is of a run another process runs now (not the
         run of a nested team in a run this process runs: its top run's stream has it)."""
         record, s = self.record, self.s
-        return (
-            s.journal is not None
-            and record.status in _GOING
-            and not _ended(record)
-            and s.top_here(record.run_id) is None
-        )
+        return s.journal is not None and going(record) and s.top_here(record.run_id) is None
 
     async def _journaled(self, last: int) -> AsyncIterator[tuple[int, Event]]:
         """The events above ``last`` of a run another process runs: those the journal has,
@@ -105,7 +96,7 @@ class Following:
             while True:
                 # Its last event, if its end, waits for the status that says how it ended
                 # (a cancelled run's RunCompleted is streamed as the RunFailed it ended with).
-                ends = _ended(record)
+                ends = at_end(record)
                 for seq in range(last + 1, len(record.events) + (0 if ends else 1)):
                     last = seq
                     yield seq, record.events[seq - 1]
@@ -113,10 +104,7 @@ class Following:
                 if info is None:
                     self.here = True
                     return
-                if info.status not in _GOING:
-                    break
-                absorb(record, await s.journal.read(record.run_id, after=record.read_to))
-                if info.status == "paused" and _ended(record):  # it got to its pause
+                if not await newer(s.journal, record, info):  # ended, paused, stalled
                     break
             self.record = await journaled_record(s.journal, record.run_id) or record
         except anyio.get_cancelled_exc_class():
@@ -150,8 +138,3 @@ class Following:
     def done(self) -> None:
         """The response is over (also when the client hung up, its generator left open)."""
         self.record.taps.discard(self.tap)
-
-
-def _ended(record: RunRecord) -> bool:
-    """Whether ``record``'s events so far end with a run's end (or pause)."""
-    return bool(record.events) and isinstance(record.events[-1], RunCompleted | RunFailed)

@@ -3,8 +3,9 @@
 A run this process drives is waited for on its record (``Runs.wait``). A run another
 process runs (one sharing the journal: a keyed retry of a post that process took, or a
 run it took over from this one) tells this process nothing as it goes, so its status is
-read from the journal every ``POLL`` s until it is no longer ``running`` (ended, paused,
-or stalled: its process stopped), or this process runs it now (a resume here), or the
+read from the journal every ``POLL`` s until it no longer goes on (ended; paused, once its
+pause's ``RunCompleted`` is journaled; or stalled: its process stopped, see ``going``), or
+this process runs it now (a resume here), or the
 client hangs up: that ends the wait, never the run (it is not this process's to cancel).
 An events stream follows such a run at the same pace (``polled``, see ``_follow``).
 """
@@ -16,12 +17,14 @@ from collections.abc import Awaitable, Callable, MutableMapping
 
 import anyio
 
+from regiment.hierarchy import RunCompleted, RunFailed
 from regiment.journal import Journal, RunInfo
 
+from ._journaled import absorb
 from ._registry import RunRecord
 from ._service import Service
 
-__all__ = ("POLL", "polled", "waited")
+__all__ = ("POLL", "at_end", "going", "newer", "polled", "waited")
 
 log = logging.getLogger("regiment.serve")
 
@@ -39,7 +42,7 @@ async def waited(s: Service, record: RunRecord, receive: Receive, *, cancels: bo
     runs = s.live()
     await runs.wait(record, receive, cancels=cancels)
     latest = await s.latest(record)
-    while _elsewhere(s, latest) and await _watched(s, latest.run_id, receive):
+    while _elsewhere(s, latest) and await _watched(s, latest, receive):
         latest = await s.find(latest.run_id) or latest
         await runs.wait(latest, receive, cancels=False)  # resumed here since: not this post's
         latest = await s.latest(latest)
@@ -55,21 +58,42 @@ async def polled(s: Service, journal: Journal, run_id: str) -> RunInfo | None:
     return None if resuming or s.store.get(run_id) is not None else info
 
 
+def going(record: RunRecord) -> bool:
+    """Whether the journal's ``record`` is of a run that goes on (its process may be gone:
+    the journal says ``stalled`` once its lease has run out). A run the journal lists
+    ``paused`` as soon as a step asks for an approval goes on while its other steps work,
+    to its pause's ``RunCompleted``; a ``running`` one with its end journaled, not."""
+    return record.status in ("running", "paused") and not at_end(record)
+
+
+def at_end(record: RunRecord) -> bool:
+    """Whether ``record``'s events so far end with its run's end (or pause)."""
+    return bool(record.events) and isinstance(record.events[-1], RunCompleted | RunFailed)
+
+
+async def newer(journal: Journal, record: RunRecord, info: RunInfo) -> bool:
+    """``record`` (the journal's view of a run) with the records its journal got since, as
+    listed (``info``) just before: whether the run still goes on (see ``going``)."""
+    if info.status in ("running", "paused"):
+        absorb(record, await journal.read(record.run_id, after=record.read_to))
+    return info.status == "running" or (info.status == "paused" and not at_end(record))
+
+
 def _elsewhere(s: Service, record: RunRecord) -> bool:
     """Whether ``record`` is the journal's view of a run another process runs now."""
     return (
         s.journal is not None
-        and record.status == "running"
+        and going(record)
         and s.store.get(record.run_id) is not record
         and (s.runs is None or s.runs.resuming(record.run_id) is None)
     )
 
 
-async def _watched(s: Service, run_id: str, receive: Receive) -> bool:
-    """Poll the journal until the run is not ``running`` elsewhere any more: ``True``; or
-    until the client hangs up: ``False``."""
+async def _watched(s: Service, record: RunRecord, receive: Receive) -> bool:
+    """Poll the journal until the run of ``record`` (the journal's view) does not go on
+    elsewhere any more: ``True``; or until the client hangs up: ``False``."""
     assert s.journal is not None
-    journal, left = s.journal, False
+    journal, left, run_id = s.journal, False, record.run_id
     log.debug("a request waits for a run another process runs", extra={"run_id": run_id})
     async with anyio.create_task_group() as tg:
 
@@ -83,7 +107,7 @@ async def _watched(s: Service, run_id: str, receive: Receive) -> bool:
         tg.start_soon(hang_up)
         while not left:
             info = await polled(s, journal, run_id)
-            if info is None or info.status != "running":
+            if info is None or not await newer(journal, record, info):
                 break
         tg.cancel_scope.cancel()
     if left:
