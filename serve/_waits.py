@@ -30,8 +30,8 @@ log = logging.getLogger("regiment.serve")
 
 POLL = 0.5
 """Seconds between two reads of the status of a run another process runs, while a
-``?wait=true`` request waits for it (one light query each), or a follower of its events
-stream follows it (and one more for its new records)."""
+``?wait=true`` request waits for it, or a follower of its events stream follows it (two
+light queries each: its listing, and its records since the last read)."""
 
 Receive = Callable[[], Awaitable[MutableMapping[str, object]]]
 
@@ -58,12 +58,14 @@ async def polled(s: Service, journal: Journal, run_id: str) -> RunInfo | None:
     return None if resuming or s.store.get(run_id) is not None else info
 
 
-def going(record: RunRecord) -> bool:
-    """Whether the journal's ``record`` is of a run that goes on (its process may be gone:
-    the journal says ``stalled`` once its lease has run out). A run the journal lists
-    ``paused`` as soon as a step asks for an approval goes on while its other steps work,
-    to its pause's ``RunCompleted``; a ``running`` one with its end journaled, not."""
-    return record.status in ("running", "paused") and not at_end(record)
+def going(record: RunRecord, status: str | None = None) -> bool:
+    """Whether the journal's ``record`` is of a run that goes on (as of ``status``, the
+    journal's listing of it, if given): ``running`` (until its lease runs out: the journal
+    then says ``stalled``), or ``paused`` before its pause's ``RunCompleted`` (the journal
+    lists a run ``paused`` as soon as a step asks for an approval, while its other steps
+    still work)."""
+    status = record.status if status is None else status
+    return status == "running" or (status == "paused" and not at_end(record))
 
 
 def at_end(record: RunRecord) -> bool:
@@ -76,7 +78,7 @@ async def newer(journal: Journal, record: RunRecord, info: RunInfo) -> bool:
     listed (``info``) just before: whether the run still goes on (see ``going``)."""
     if info.status in ("running", "paused"):
         absorb(record, await journal.read(record.run_id, after=record.read_to))
-    return info.status == "running" or (info.status == "paused" and not at_end(record))
+    return going(record, info.status)
 
 
 def _elsewhere(s: Service, record: RunRecord) -> bool:
