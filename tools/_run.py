@@ -29,7 +29,7 @@ from regiment.tools._approval import (
 from regiment.tools._outcome import NotJson, error_result, jsonable
 from regiment.tools._policy import ToolPolicy
 from regiment.tools._result import ToolResult
-from regiment.tools._thread import HeldTokens, held_tokens
+from regiment.tools._thread import HeldTokens, LeftRunning, held_tokens, left_running
 
 __all__ = (
     "Attempted",
@@ -47,10 +47,14 @@ _log = logging.getLogger("regiment.tools")
 
 
 class TimedOut(TimeoutError):
-    """An attempt ran past the tool's timeout (never escapes the tools room)."""
+    """An attempt ran past the tool's timeout (never escapes the tools room).
 
-    def __init__(self, seconds: float) -> None:
+    ``left`` says whether its sync body runs on in its thread, for a retry to wait for.
+    """
+
+    def __init__(self, seconds: float, left: LeftRunning | None = None) -> None:
         super().__init__(f"timed out after {float(seconds)}s")
+        self.left = left
 
 
 class ToolExited(Exception):
@@ -138,6 +142,7 @@ async def run_attempts(
         except Exception as exc:
             if attempt > policy.retries or not policy.is_retryable(exc):
                 return Attempted(None, exc, attempt)
+            left = exc.left if isinstance(exc, TimedOut) else None
         except SystemExit as exc:  # never retried: the body meant to stop
             return Attempted(None, ToolExited(exc), attempt)
         except BaseException as exc:  # a cancellation or an interrupt, as a rule
@@ -147,15 +152,22 @@ async def run_attempts(
         else:
             return Attempted(value, None, attempt)
         await policy.sleep(policy.backoff_delay(attempt))
+        if left is not None:  # a sync body that timed out runs on: never a second beside it
+            await left.ended()
 
 
 async def _within(seconds: float | None, invoke: Callable[[], Awaitable[object]]) -> object:
     if seconds is None:
         return await invoke()
-    with anyio.move_on_after(seconds):
-        return await invoke()
+    left = LeftRunning()
+    token = left_running.set(left)  # a sync body the deadline cuts says so here
+    try:
+        with anyio.move_on_after(seconds):
+            return await invoke()
+    finally:
+        left_running.reset(token)
     # Only our own deadline gets here; an outer cancellation propagates through the scope.
-    raise TimedOut(seconds)
+    raise TimedOut(seconds, left)
 
 
 @asynccontextmanager

@@ -17,8 +17,10 @@ from opentelemetry import trace
 __all__ = (
     "LEFT_RUNNING_EVENT",
     "HeldTokens",
+    "LeftRunning",
     "abandoned_tool_calls",
     "held_tokens",
+    "left_running",
     "run_sync_abandonable",
 )
 
@@ -58,6 +60,32 @@ class HeldTokens:
 
 # The tokens the calling attempt holds (``_run``'s ``_holding`` sets it).
 held_tokens: ContextVar[HeldTokens | None] = ContextVar("regiment.tools.held", default=None)
+
+
+class LeftRunning:
+    """Whether the body of a timed-out attempt runs on in its thread, to wait for it.
+
+    A retry started at once would run a second body beside it (two payments in flight
+    with one idempotency key), so the attempt loop waits for :meth:`ended` first.
+    """
+
+    __slots__ = ("_ended",)
+
+    def __init__(self) -> None:
+        self._ended: anyio.Event | None = None  # set by the body left running as it ends
+
+    def runs_on(self, ended: anyio.Event) -> None:
+        """A body was left running; ``ended`` is set as it ends."""
+        self._ended = ended
+
+    async def ended(self) -> None:
+        """Return once no body of the attempt runs on (at once if none was left)."""
+        if self._ended is not None:
+            await self._ended.wait()
+
+
+# The attempt whose timeout is running (``_run``'s ``_within`` sets it).
+left_running: ContextVar[LeftRunning | None] = ContextVar("regiment.tools.left", default=None)
 
 # The sync tool bodies still running whose callers gave up (cancelled, timed out).
 _abandoned: set[_Gate[object]] = set()
@@ -165,12 +193,32 @@ async def run_sync_abandonable(body: Callable[[], T]) -> T:
     except _Carried as carried:  # raised here, it is the call's failure (regiment._stray)
         raise carried.raised from None
     except anyio.get_cancelled_exc_class():
-        held = held_tokens.get()
-        if gate.abandon(None if held is None else held.release_from_thread):
+        held, left = held_tokens.get(), left_running.get()
+        ended = None if left is None else anyio.Event()
+        if gate.abandon(_on_end(held, ended)):
+            if left is not None and ended is not None:
+                left.runs_on(ended)
             _left_running(body)
             if held:
                 held.kept = True  # the body keeps its call's tokens until it ends
         raise
+
+
+def _on_end(held: HeldTokens | None, ended: anyio.Event | None) -> Callable[[], None] | None:
+    """What a body left running calls (in its thread) as it ends: give its call's
+    tokens back, and wake the retry that waits for it."""
+    if ended is None:
+        return None if held is None else held.release_from_thread
+
+    def end() -> None:
+        if held is not None:
+            held.release_from_thread()
+        try:
+            anyio.from_thread.run_sync(ended.set)
+        except Exception:  # its event loop has ended: nobody waits any more
+            _log.debug("a tool body left running ended after its event loop", exc_info=True)
+
+    return end
 
 
 def _left_running(body: Callable[[], object]) -> None:
