@@ -44,7 +44,8 @@ class Check:
     Attributes:
         description: what it verifies; the planner reads this.
         predicate: ``True`` when the step's report is acceptable.
-        explain: the failure reason from the report (default: the description).
+        explain: the failure reason from the report (default: ``not met: <description>``:
+            the description alone read as if the check had found it true).
     """
 
     description: str
@@ -73,12 +74,12 @@ class Check:
         except BaseException as exc:  # a predicate that cannot read the report is a failed check
             reason = f"check could not read step {report.step_id}: {_why(exc)}"
             return CheckOutcome(passed=False, reason=reason, error=exc)
-        reason, error = self.description, None
+        reason, error = f"not met: {self.description}", None
         if self.explain is not None:
             try:
                 reason = self.explain(report)
             except BaseException as exc:
-                reason, error = f"{self.description} (explain failed: {_why(exc)})", exc
+                reason, error = f"{reason} (explain failed: {_why(exc)})", exc
         return CheckOutcome(passed=False, reason=reason, error=error)
 
 

@@ -107,7 +107,7 @@ async def test_a_partial_answer_tells_a_rejected_step_as_rejected() -> None:
     team = replan_team(Brain([plan_json(PROBE), RECOVER]))
     result = await dataclasses.replace(team, budget=Budget(model_calls=3)).run("goal")
     assert result.status == "partial"
-    assert "s1: [rejected by its check 'fails': never passes] did: probe" in result.answer
+    assert "s1: [rejected by its check 'fails': not met: never passes] did: probe" in result.answer
 
 
 async def test_a_plan_guard_sees_a_rejected_step_run_again_as_a_new_step() -> None:

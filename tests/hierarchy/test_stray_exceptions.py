@@ -298,7 +298,7 @@ _CHECK_SAYS = (
     ("predicate", "explain", "reason"),
     [
         (_refuses, None, f"check could not read step s1: it {_CHECK_SAYS}"),
-        (_rejects, _explains, f"never (explain failed: it {_CHECK_SAYS})"),
+        (_rejects, _explains, f"not met: never (explain failed: it {_CHECK_SAYS})"),
     ],
 )
 async def test_a_check_that_raises_cancelled_error_is_a_failed_check(
