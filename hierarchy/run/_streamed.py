@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from regiment.hierarchy.run._channel import RunEnd, RunEvents
 from regiment.hierarchy.run._resume import Opened
@@ -63,6 +63,30 @@ class Streamed:
         opened, self._opened = self._opened, None
         assert opened is not None  # only entered ones are left
         return await opened.__aexit__(kind, error, traceback)
+
+    if not TYPE_CHECKING:  # for the run-time error only: type checkers refuse these uses as is
+
+        def __aiter__(self):
+            raise self._misused("async for event in")
+
+        def __await__(self):
+            raise self._misused("await")
+
+        def __enter__(self):
+            raise self._misused("with")
+
+        def __exit__(self, *exc_info):  # Python looks for it before it calls __enter__
+            return None
+
+    def _misused(self, how: str) -> TypeError:
+        """``async for event in running.stream(goal)`` (as other libraries' streams are
+        read) failed with Python's own "'async for' requires an object with __aiter__
+        method, got Streamed"; nothing has started then."""
+        return TypeError(
+            f"`{how} {self._again}` does not read a stream: enter it with `async with "
+            f"{self._again} as events:`, then `async for event in events:` inside the block "
+            "(the block owns the run: leaving it early cancels the run)"
+        )
 
 
 async def ready(
