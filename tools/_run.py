@@ -52,9 +52,15 @@ class TimedOut(TimeoutError):
     ``left`` says whether its sync body runs on in its thread, for a retry to wait for.
     """
 
-    def __init__(self, seconds: float, left: LeftRunning | None = None) -> None:
-        super().__init__(f"timed out after {float(seconds)}s")
-        self.left = left
+    def __init__(self, seconds: float, left: LeftRunning | None = None, note: str = "") -> None:
+        super().__init__(f"timed out after {float(seconds)}s{note}")
+        self.seconds, self.left = seconds, left
+
+
+_RUNS_ON = (
+    "; its body still runs in its thread (a sync tool's cannot be stopped), so it was not "
+    "tried again beside it"
+)
 
 
 class ToolExited(Exception):
@@ -124,6 +130,7 @@ async def run_attempts(
 
     Each attempt holds a token of every limiter while it runs; the backoff wait
     between attempts holds none, so a retrying call does not starve the others.
+    A retry after a timeout whose sync body runs on waits for that body to end.
     ``after``: attempts already made (and failed retryably) by the caller.
     """
     attempt = after
@@ -142,7 +149,8 @@ async def run_attempts(
         except Exception as exc:
             if attempt > policy.retries or not policy.is_retryable(exc):
                 return Attempted(None, exc, attempt)
-            left = exc.left if isinstance(exc, TimedOut) else None
+            # (not the exception itself: its traceback holds this frame)
+            runs_on = (exc.seconds, exc.left) if isinstance(exc, TimedOut) and exc.left else None
         except SystemExit as exc:  # never retried: the body meant to stop
             return Attempted(None, ToolExited(exc), attempt)
         except BaseException as exc:  # a cancellation or an interrupt, as a rule
@@ -152,8 +160,10 @@ async def run_attempts(
         else:
             return Attempted(value, None, attempt)
         await policy.sleep(policy.backoff_delay(attempt))
-        if left is not None:  # a sync body that timed out runs on: never a second beside it
-            await left.ended()
+        # A sync body that timed out may run on: never a second one beside it. It gets the
+        # timeout once more to end; one still running then ends the call (the model decides).
+        if runs_on is not None and not await runs_on[1].ended_within(runs_on[0]):
+            return Attempted(None, TimedOut(runs_on[0], note=_RUNS_ON), attempt)
 
 
 async def _within(seconds: float | None, invoke: Callable[[], Awaitable[object]]) -> object:

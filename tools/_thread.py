@@ -66,7 +66,7 @@ class LeftRunning:
     """Whether the body of a timed-out attempt runs on in its thread, to wait for it.
 
     A retry started at once would run a second body beside it (two payments in flight
-    with one idempotency key), so the attempt loop waits for :meth:`ended` first.
+    with one idempotency key), so the attempt loop waits for it first (:meth:`ended_within`).
     """
 
     __slots__ = ("_ended",)
@@ -78,10 +78,14 @@ class LeftRunning:
         """A body was left running; ``ended`` is set as it ends."""
         self._ended = ended
 
-    async def ended(self) -> None:
-        """Return once no body of the attempt runs on (at once if none was left)."""
-        if self._ended is not None:
+    async def ended_within(self, seconds: float) -> bool:
+        """Whether no body of the attempt runs on, waiting up to ``seconds`` for it."""
+        if self._ended is None:
+            return True
+        with anyio.move_on_after(seconds):
             await self._ended.wait()
+            return True
+        return False
 
 
 # The attempt whose timeout is running (``_run``'s ``_within`` sets it).

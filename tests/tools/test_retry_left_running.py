@@ -4,8 +4,8 @@ A payment API that hangs, behind a sync tool with ``timeout`` and ``retry_on=(Ti
 Python cannot stop the thread of the timed-out attempt, so its body goes on (and may pay).
 A retry started at once ran a second body beside it, with the same idempotency key: two
 payments in flight at once, which a provider's key check can let both through. The retry
-now waits for the left-running body to end, as a call waiting for a slot of the tool's
-``max_concurrency`` does.
+now waits for the left-running body to end, up to the timeout once more; a body still
+running then ends the call with an error saying so (the model decides what to do).
 """
 
 from __future__ import annotations
@@ -20,26 +20,40 @@ import pytest
 from regiment.tools import abandoned_tool_calls, tool
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_a_retry_waits_for_the_timed_out_body_still_running(backend: str) -> None:
-    lock = threading.Lock()
-    running = [0]
-    beside: list[int] = []  # for each body, how many others ran as it started
-    retry_started = threading.Event()
+class _Bodies:
+    """Records, for each body, how many others ran as it started."""
 
-    @tool(timeout=0.05, retries=2, retry_on=(TimeoutError,), backoff=0)
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.beside: list[int] = []
+        self.retry_started = threading.Event()
+
+    def enter(self) -> bool:
+        """Whether this is the first body; a later one frees the first at once."""
+        with self.lock:
+            self.beside.append(self.running)
+            self.running += 1
+            first = len(self.beside) == 1
+        if not first:
+            self.retry_started.set()
+        return first
+
+    def leave(self) -> None:
+        with self.lock:
+            self.running -= 1
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_retry_waits_for_the_timed_out_body_to_end(backend: str) -> None:
+    bodies = _Bodies()
+
+    @tool(timeout=0.25, retries=2, retry_on=(TimeoutError,), backoff=0)
     def pay(order: str) -> str:
-        """Pay an order; the first attempt hangs past the timeout."""
-        with lock:
-            beside.append(running[0])
-            running[0] += 1
-            first = len(beside) == 1
-        if first:
-            retry_started.wait(0.3)  # hangs; a retry started beside it frees it at once
-        else:
-            retry_started.set()
-        with lock:
-            running[0] -= 1
+        """Pay an order; the first attempt ends a little after its timeout."""
+        if bodies.enter():
+            bodies.retry_started.wait(0.3)  # a retry started beside it frees it at once
+        bodies.leave()
         return f"paid {order}"
 
     async def main() -> tuple[object, int]:
@@ -47,9 +61,37 @@ def test_a_retry_waits_for_the_timed_out_body_still_running(backend: str) -> Non
         return result.content, result.attempts
 
     content, attempts = anyio.run(main, backend=backend)
-    assert beside == [0, 0]  # the retry started only once the first body had ended
+    assert bodies.beside == [0, 0]  # the retry started only once the first body had ended
     assert (content, attempts) == ("paid 5", 2)
     assert abandoned_tool_calls() == 0
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_body_that_runs_on_past_the_timeout_again_is_not_retried_beside(backend: str) -> None:
+    bodies = _Bodies()
+    release = threading.Event()
+
+    @tool(timeout=0.05, retries=2, retry_on=(TimeoutError,), backoff=0)
+    def pay(order: str) -> str:
+        """Pay an order; the first attempt hangs until a retry starts or the test ends."""
+        if bodies.enter():
+            while not (bodies.retry_started.is_set() or release.is_set()):
+                bodies.retry_started.wait(0.01)
+        bodies.leave()
+        return f"paid {order}"
+
+    async def main() -> tuple[object, int, bool]:
+        result = await pay.call({"order": "5"}, call_id="c")
+        release.set()
+        return result.content, result.attempts, result.is_error
+
+    content, attempts, is_error = anyio.run(main, backend=backend)
+    assert bodies.beside == [0]  # no second body
+    assert is_error
+    assert attempts == 1
+    assert "its body still runs in its thread" in str(content)
+    assert "so it was not tried again beside it" in str(content)
+    assert "it had started, so it may have acted" in str(content)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -57,7 +99,7 @@ def test_a_cancel_while_the_retry_waits_ends_the_call_at_once(backend: str) -> N
     release = threading.Event()
     bodies: list[int] = []
 
-    @tool(timeout=0.05, retries=1, retry_on=(TimeoutError,), backoff=0)
+    @tool(timeout=1.0, retries=1, retry_on=(TimeoutError,), backoff=0)
     def pay(order: str) -> str:
         """Pay; every attempt hangs until released."""
         bodies.append(1)
