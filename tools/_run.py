@@ -141,11 +141,11 @@ async def run_attempts(
         try:
             if limiters:
                 async with _holding(limiters):
-                    value = await _within(policy.timeout, invoke)
+                    value = await _within(policy.timeout, invoke, attempt <= policy.retries)
             elif policy.timeout is None:  # the usual tool: nothing to hold, no deadline
                 value = await invoke()
             else:
-                value = await _within(policy.timeout, invoke)
+                value = await _within(policy.timeout, invoke, attempt <= policy.retries)
         except Exception as exc:
             if attempt > policy.retries or not policy.is_retryable(exc):
                 return Attempted(None, exc, attempt)
@@ -166,9 +166,15 @@ async def run_attempts(
             return Attempted(None, TimedOut(runs_on[0], note=_RUNS_ON), attempt)
 
 
-async def _within(seconds: float | None, invoke: Callable[[], Awaitable[object]]) -> object:
+async def _within(
+    seconds: float | None, invoke: Callable[[], Awaitable[object]], retried: bool
+) -> object:
     if seconds is None:
         return await invoke()
+    if not retried:  # no retry to hold back: nothing to watch (a call pays for it only then)
+        with anyio.move_on_after(seconds):
+            return await invoke()
+        raise TimedOut(seconds)
     left = LeftRunning()
     token = left_running.set(left)  # a sync body the deadline cuts says so here
     try:
