@@ -38,7 +38,7 @@ async def test_show_marks_a_rejected_step_and_a_dropped_report(tmp_path: Path) -
     code, out, err = await run_cli("show", result.run_id, "--journal", path)
     assert code == 0, err
     lines = out.splitlines()
-    assert "  v1 s1 [rejected by its check 'fails': never passes] did: probe" in lines
+    assert "  v1 s1 [rejected by its check 'fails': not met: never passes] did: probe" in lines
     (dropped,) = [line for line in lines if line.startswith("  v1 s2 ")]
     # dropped while v2 was asked for, or once it was adopted: as its event says
     assert re.match(

@@ -66,10 +66,13 @@ async def test_a_rejected_step_is_told_as_rejected_to_later_steps_and_the_answer
     result = await replan_team(brain).run("goal")
     assert result.status == "completed"
     recover = next(r for r in brain.worker_requests if "Your step (s2)" in _text(r))
-    assert "- s1: [rejected by its check 'fails': never passes] did: probe" in _text(recover)
+    assert "- s1: [rejected by its check 'fails': not met: never passes] did: probe" in _text(
+        recover
+    )
     (synthesis,) = brain.synthesis_requests
-    assert "- s1 (probe) [rejected by its check 'fails': never passes]: did: probe" in _text(
-        synthesis
+    assert (
+        "- s1 (probe) [rejected by its check 'fails': not met: never passes]: did: probe"
+        in _text(synthesis)
     )
     assert "- s2 (recover): did: recover" in _text(synthesis)
 

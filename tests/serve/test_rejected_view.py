@@ -19,7 +19,7 @@ from tests.serve.sse import run_events
 
 pytestmark = pytest.mark.anyio
 
-WHY = {"s1": "rejected by its check 'fails': never passes"}
+WHY = {"s1": "rejected by its check 'fails': not met: never passes"}
 
 
 async def test_a_rejected_step_says_why_live_ended_and_after_a_restart(tmp_path: Path) -> None:
