@@ -18,7 +18,16 @@ from regiment._text import json_shown
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError as SchemaProblem
 
-__all__ = ("choices", "location", "missing", "no_such_field", "non_finite", "schema_problems")
+__all__ = (
+    "choices",
+    "either",
+    "location",
+    "missing",
+    "no_such_field",
+    "non_finite",
+    "schema_problems",
+    "wanted",
+)
 
 _MAX_SHOWN = 80
 _WORDS = {
@@ -123,11 +132,16 @@ def no_such_field(
 
 
 def missing(where: str, node: object) -> str:
-    wanted = _wanted(node) if isinstance(node, dict) else None
-    return f"{where}: Field required" + (f", send {wanted}" if wanted else "")
+    asked = wanted(node) if isinstance(node, dict) else None
+    return f"{where}: Field required" + (f", send {asked}" if asked else "")
 
 
-def _wanted(node: Mapping[str, object]) -> str | None:
+def either(words: Sequence[str]) -> str:
+    """``an integer, a string or null``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def wanted(node: Mapping[str, object]) -> str | None:
     """What a schema node asks for, in a few words: ``an integer``, ``"a" or "b"``."""
     listed = choices(node)
     if listed is not None:
@@ -144,6 +158,5 @@ def choices(node: Mapping[str, object]) -> str | None:
     values = node.get("enum")
     if not isinstance(values, list) or not values:
         return None
-    shown = [json_shown(v) for v in values]
-    text = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
+    text = either([json_shown(v) for v in values])
     return text if len(text) <= 2 * _MAX_SHOWN else text[: 2 * _MAX_SHOWN - 3] + "..."

@@ -30,7 +30,7 @@ import msgspec
 from regiment._json import JsonObject
 from regiment._json_problems import non_finite
 from regiment.errors import ConfigError
-from regiment.tools._argument_words import not_a_json_object, pydantic_problem
+from regiment.tools._argument_words import not_a_json_object, pydantic_problems
 from regiment.tools._closed import closed_json_schema, closed_validator
 from regiment.tools._context import is_context_annotation
 from regiment.tools._plain import is_plain_annotation, is_plain_data
@@ -182,9 +182,7 @@ class ArgumentSpec:
             if not isinstance(exc, ValidationError):
                 raise
             errors = exc.errors(include_url=False)
-            return "; ".join(
-                [*(pydantic_problem(error, self.schema) for error in errors), *unfinite]
-            )
+            return "; ".join([*pydantic_problems(errors, self.schema), *unfinite])
         if unfinite:
             return "; ".join(unfinite)
         return self._bound(instance, arguments)
