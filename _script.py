@@ -8,12 +8,15 @@ command killed by SIGPIPE leaves quietly with exit 141; these do the same.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar, TypeVarTuple
 
 import anyio
+
+from regiment._misuse import WrongType, a_kind
 
 __all__ = ("EXIT_BROKEN_PIPE", "all_of", "reader_left", "run_main", "stdout_closed")
 
@@ -58,12 +61,39 @@ def run_main(
 
     Raises:
         SystemExit: 141, once stdout's reader is gone.
+        ConfigError: ``main`` is no async function (a coroutine already made, say:
+            ``run_main(main)``, not ``run_main(main())``), or returned no awaitable.
     """
+    if not callable(main):
+        raise WrongType(_not_callable(main))
     try:
-        result = anyio.run(main, *args, backend=backend)
+        result = anyio.run(_awaited, main, *args, backend=backend)
         sys.stdout.flush()  # here, not at the interpreter's exit, where it cannot be caught
     except BaseException as exc:
         if not reader_left(exc):
             raise
         sys.exit(stdout_closed())
     return result
+
+
+async def _awaited(main: Callable[[*PosArgsT], Awaitable[T]], *args: *PosArgsT) -> T:
+    made = main(*args)
+    if not inspect.isawaitable(made):
+        name = getattr(main, "__name__", "")
+        name = name if name.isidentifier() else "main"
+        raise WrongType(
+            f"run_main({name}): {name}() returned {a_kind(made)}, not an awaitable: "
+            f"give run_main an async function (async def {name}(): ...)"
+        )
+    return await made
+
+
+def _not_callable(main: object) -> str:
+    if inspect.iscoroutine(main):
+        name = main.__name__
+        main.close()  # never run: no "was never awaited" warning on top of this error
+        return (
+            f"run_main takes the async function, not a call of it: run_main({name}), "
+            f"not run_main({name}())"
+        )
+    return f"run_main(main) takes an async function (async def main(): ...); got {a_kind(main)}"

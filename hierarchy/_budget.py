@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias, final, get_arg
 
 import msgspec
 
+from regiment._misuse import ConfigStruct
+
 if TYPE_CHECKING:
     import anyio
 
@@ -28,7 +30,7 @@ OnExhausted: TypeAlias = Literal["partial", "raise"]
 _MOST_USD = 1e12  # kept in micro-dollars as an int, so no float overflows on the way
 
 
-class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class Budget(ConfigStruct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Limits for one run. ``None`` means unlimited; a limit of 0 allows none.
 
     A team file's ``[budget]`` table decodes straight into this type (unknown

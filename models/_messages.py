@@ -12,6 +12,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from regiment._json import JsonObject
+from regiment._misuse import WrongType, a_kind
 from regiment.errors import ConfigError
 from regiment.models._settings import ModelSettings
 from regiment.tools import ToolDefinition
@@ -341,9 +342,13 @@ def text_response(text: str, *, usage: Usage | None = None, model: str = "") -> 
     )
 
 
+# Left out: refused, saying to give them (Python's own words would not say how).
+_NO_ARGUMENTS: JsonObject = {}
+
+
 def tool_call_response(
     name: str,
-    arguments: JsonObject,
+    arguments: JsonObject = _NO_ARGUMENTS,
     *,
     call_id: str | None = None,
     text: str = "",
@@ -361,11 +366,22 @@ def tool_call_response(
         model: as for ``text_response``.
 
     Raises:
-        TypeError: ``arguments`` is not a dict (JSON text, say), which the tool would
-            only refuse later, as invalid arguments.
+        ConfigError: ``name`` is not a ``str``, or ``arguments`` is left out or is not a
+            dict (JSON text, say), which the tool would only refuse later, as invalid
+            arguments. It is also a ``TypeError``.
     """
+    if not isinstance(name, str):
+        raise WrongType(
+            f"tool_call_response(name, arguments) takes the tool's name (a str) first; "
+            f"got {a_kind(name)}"
+        )
+    if arguments is _NO_ARGUMENTS:
+        raise WrongType(
+            f"tool_call_response({name!r}) needs the call's arguments too, a dict: "
+            f"tool_call_response({name!r}, {{...}}) ({{}} for a tool that takes none)"
+        )
     if not isinstance(arguments, dict):
-        raise TypeError(
+        raise WrongType(
             f"tool_call_response({name!r}, ...): arguments must be a dict of the tool's "
             f"arguments, got a {type(arguments).__name__}; for JSON text, give json.loads(text)"
         )

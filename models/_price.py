@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
+from regiment._misuse import ConfigStruct
 from regiment.errors import ConfigError
 from regiment.models._messages import Usage
 
@@ -32,7 +33,7 @@ class _BadPrice(ConfigError, ValueError):
         self.problem = problem
 
 
-class Price(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class Price(ConfigStruct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A model's price in US dollars per million tokens (a team file's ``price`` table).
 
     Attributes:

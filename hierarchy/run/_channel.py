@@ -13,6 +13,7 @@ import msgspec
 import sniffio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from regiment._misuse import Misused
 from regiment.errors import RunError
 from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._fence import StepFence
@@ -249,8 +250,8 @@ class RunEvents:
     the run has ended, its last event (``ending``), read or not.
 
     One task reads them: each event goes to one reader, so a second task that reads
-    while the first has not ended is refused (``RuntimeError``) rather than left to
-    split the events with it. A reader that lags gets the text deltas of a call that
+    while the first has not ended is refused (a ``ConfigError``, also a ``RuntimeError``)
+    rather than left to split the events with it. A reader that lags gets the text deltas of a call that
     piled up meanwhile as one (see ``RunChannel.live``).
 
     An event already waiting is taken without a loop turn: the memory stream's
@@ -350,7 +351,7 @@ class RunEvents:
             self._current = current_task_of(sniffio.current_async_library())
         task = self._current()
         if self._reader is not None and not task_ended(self._reader):
-            raise RuntimeError(
+            raise Misused(
                 "a run's events (RunEvents) are read by one task, and another task reads "
                 "these (each event would go to one of them); read them in one task and "
                 "hand each event on to the others (e.g. over a memory object stream each)"
@@ -358,8 +359,8 @@ class RunEvents:
         self._reader = task
 
 
-def _closed() -> RuntimeError:
-    return RuntimeError(
+def _closed() -> Misused:
+    return Misused(
         "this run's events are closed: its stream() block was left (which ends the run), "
         "so read them inside the block; after it, events.ending is the run's last event"
     )

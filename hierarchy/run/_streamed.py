@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, final
 
+from regiment._misuse import Misused
 from regiment.hierarchy.run._channel import RunEnd, RunEvents
 from regiment.hierarchy.run._resume import Opened
 
@@ -27,7 +28,7 @@ class Streamed:
     its events (``RunEvents``); leaving it ends the run (see ``RunningTeam.stream``).
 
     A stream is one run, so it is entered once: a second ``async with`` of it raises
-    ``RuntimeError`` saying to call ``stream(goal)`` again for another run.
+    a ``ConfigError`` (also a ``RuntimeError``) saying to call ``stream(goal)`` again for another run.
     """
 
     __slots__ = ("_again", "_checkpoint", "_opened", "_opens")
@@ -43,7 +44,7 @@ class Streamed:
     async def __aenter__(self) -> RunEvents:
         opens = self._opens
         if opens is None:
-            raise RuntimeError(
+            raise Misused(
                 f"this stream was entered already: a stream is one run, read once; "
                 f"call {self._again} again (and enter what it returns) for another run"
             )

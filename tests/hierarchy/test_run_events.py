@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from regiment.errors import JournalError
+from regiment.errors import ConfigError, JournalError
 from regiment.hierarchy import Planner, RunEvents, Team, Worker
 from regiment.hierarchy.events import Event, RunCompleted, StepCompleted, TextDelta
 from regiment.hierarchy.run._channel import _STREAK
@@ -137,9 +137,10 @@ async def test_a_stream_entered_twice_says_to_call_stream_again(tmp_path: Path) 
         stream = running.stream("go")
         async with stream as events:
             first = [event async for event in events]
-        with pytest.raises(RuntimeError) as entered:
+        with pytest.raises(ConfigError) as entered:  # a slip in the code: a RuntimeError too
             async with stream:
                 pass
+        assert isinstance(entered.value, RuntimeError)
         assert str(entered.value) == (
             "this stream was entered already: a stream is one run, read once; call "
             "running.stream(goal) again (and enter what it returns) for another run"
@@ -152,7 +153,7 @@ async def test_a_stream_entered_twice_says_to_call_stream_again(tmp_path: Path) 
         with pytest.raises(JournalError):  # finished: refused, on entering
             async with resumed:
                 pass
-        with pytest.raises(RuntimeError, match=r"call running.resume_stream\(run_id\) again"):
+        with pytest.raises(ConfigError, match=r"call running.resume_stream\(run_id\) again"):
             async with resumed:
                 pass
         async with running.stream("go") as again:  # a new one: another run

@@ -11,6 +11,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from regiment.errors import ConfigError
 from regiment.hierarchy import (
     Event,
     Planner,
@@ -67,13 +68,13 @@ def _text(events: list[Event], role: str) -> str:
 
 async def test_a_second_task_reading_the_same_events_is_refused() -> None:
     seen: list[Event] = []
-    refused: list[RuntimeError] = []
+    refused: list[ConfigError] = []
 
     async def second(events: RunEvents) -> None:
         try:
             async for event in events:
                 seen.append(event)
-        except RuntimeError as exc:
+        except ConfigError as exc:  # a slip in the code (a RuntimeError too)
             refused.append(exc)
 
     async with _team().start() as running, running.stream("add up") as events:
@@ -83,6 +84,7 @@ async def test_a_second_task_reading_the_same_events_is_refused() -> None:
             first.extend([event async for event in events])
     assert seen == []
     (error,) = refused
+    assert isinstance(error, RuntimeError)
     assert "read by one task" in str(error)
     assert "hand each event on" in str(error)
     # the first reader, meanwhile, got every event
@@ -190,7 +192,7 @@ async def test_reading_after_the_block_says_why_there_is_nothing() -> None:
     async with _team().start() as running:
         async with running.stream("add up") as events:
             pass
-        with pytest.raises(RuntimeError, match=r"stream\(\) block was left") as caught:
+        with pytest.raises(ConfigError, match=r"stream\(\) block was left") as caught:
             await events.__anext__()
     assert "events.ending" in str(caught.value)
     assert events.ending is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from regiment.errors import ConfigError
 from regiment.models import (
     Message,
     ModelRequest,
@@ -82,8 +83,9 @@ def test_requests_round_trip_through_json_with_tagged_parts() -> None:
 def test_a_tool_call_response_with_arguments_not_a_dict_is_refused(arguments: object) -> None:
     # tool_call_response("lookup", '{"k": 1}') made a call whose arguments were a str: the
     # reply was built, and only the tool side, later, failed it as invalid arguments.
-    with pytest.raises(TypeError) as caught:
+    with pytest.raises(ConfigError) as caught:  # a TypeError too, as it was
         tool_call_response("lookup", arguments)  # type: ignore[arg-type]
+    assert isinstance(caught.value, TypeError)
     kind = type(arguments).__name__
     assert str(caught.value) == (
         f"tool_call_response('lookup', ...): arguments must be a dict of the tool's "

@@ -1,0 +1,70 @@
+"""The public API given the wrong thing: a ``ConfigError`` that says what to pass.
+
+Python's and msgspec's own words for a slip (``Unexpected keyword argument 'foo'``,
+``'int' object is not callable``) name neither the call nor what it takes. These
+classes are ``ConfigError`` s (the programmer has to fix the call) and also the
+builtin a caller may already catch (``TypeError``, ``RuntimeError``), as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from regiment.errors import ConfigError
+
+__all__ = ("ConfigStruct", "KnownFields", "Misused", "WrongType", "a_kind")
+
+
+class WrongType(ConfigError, TypeError):
+    """A call given a value of the wrong kind, or an argument it does not take."""
+
+
+class Misused(ConfigError, RuntimeError):
+    """An object used in a way its state does not allow (entered twice, say)."""
+
+
+def a_kind(value: object) -> str:
+    """What ``value`` is, in a few words, not its value: ``an int``, ``None``."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+class KnownFields(msgspec.StructMeta):
+    """The metaclass of a keyword-only config struct users build (``Budget``):
+    a keyword it has no field for, or a positional argument, is a ``WrongType``
+    naming its fields (the closest to a misspelt one first), not msgspec's bare
+    ``Unexpected keyword argument 'foo'``. Decoding a team file does not come here."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except TypeError:
+            fields = cls.__struct_fields__  # type: ignore[attr-defined]
+            unknown = [name for name in kwargs if name not in fields]
+            if not unknown and not args:
+                raise
+            raise WrongType(_refused(cls.__name__, fields, unknown, len(args))) from None
+
+
+class ConfigStruct(msgspec.Struct, metaclass=KnownFields):
+    """A base for config structs users build by keyword (``Budget``, ``Price``)."""
+
+
+def _refused(owner: str, fields: tuple[str, ...], unknown: list[str], given: int) -> str:
+    import difflib  # on the error path only
+
+    named = ", ".join(fields)
+    if not unknown:
+        return (
+            f"{owner} takes keyword arguments only ({owner}({fields[0]}=...)), got {given} "
+            f"positional; its fields are {named}"
+        )
+    said = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, fields, n=1)
+        said.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"{owner} has no field {', '.join(said)}; its fields are {named}"

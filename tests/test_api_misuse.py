@@ -1,0 +1,96 @@
+"""Slips with the Python API are a ``ConfigError`` that says what to pass.
+
+Each of these raised Python's or msgspec's own ``TypeError`` from inside, naming
+neither the call nor what it takes (``Unexpected keyword argument 'foo'``, ``'int'
+object is not callable``, ``object int can't be used in 'await' expression``,
+``tool_call_response() missing 1 required positional argument: 'arguments'``). They
+stay ``TypeError`` s too, for code that caught those.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from regiment import Budget, ModelSettings, Price, run_main, tool_call_response
+from regiment.errors import ConfigError
+
+BUDGET_FIELDS = (
+    "model_calls, tool_calls, tokens, input_tokens, output_tokens, usd, replans, rounds, "
+    "wall_clock, on_exhausted"
+)
+
+
+def refused(make: object, *args: object, **kwargs: object) -> str:
+    assert callable(make)
+    with pytest.raises(ConfigError) as caught:
+        make(*args, **kwargs)
+    assert isinstance(caught.value, TypeError)
+    return str(caught.value)
+
+
+def test_a_budget_field_it_has_not_names_the_ones_it_has() -> None:
+    assert refused(Budget, foo=1) == f"Budget has no field 'foo'; its fields are {BUDGET_FIELDS}"
+    assert refused(Budget, model_call=3, tool_calls=2) == (
+        f"Budget has no field 'model_call' (did you mean 'model_calls'?); "
+        f"its fields are {BUDGET_FIELDS}"
+    )
+    assert refused(Budget, 3) == (
+        "Budget takes keyword arguments only (Budget(model_calls=...)), got 1 positional; "
+        f"its fields are {BUDGET_FIELDS}"
+    )
+
+
+def test_a_price_or_settings_field_it_has_not_names_the_ones_it_has() -> None:
+    assert refused(Price, input=3.0, outptu=15.0) == (
+        "Price has no field 'outptu' (did you mean 'output'?); "
+        "its fields are input, output, cache_read, cache_write"
+    )
+    assert refused(ModelSettings, max_token=10).startswith(
+        "ModelSettings has no field 'max_token' (did you mean 'max_tokens'?); "
+        "its fields are max_tokens, temperature,"
+    )
+
+
+def test_good_config_structs_are_built_and_checked_as_before() -> None:
+    assert Budget(model_calls=3, on_exhausted="raise").model_calls == 3
+    assert Price(input=3.0, output=15.0).output == 15.0
+    with pytest.raises(ConfigError, match="model_calls must be a whole number"):
+        Budget(model_calls=-1)
+
+
+async def main(x: int = 1) -> int:
+    return x
+
+
+def test_run_main_given_no_async_function_says_what_to_give() -> None:
+    assert refused(run_main, 1) == (
+        "run_main(main) takes an async function (async def main(): ...); got an int"
+    )
+    assert refused(run_main, lambda: 1) == (
+        "run_main(main): main() returned an int, not an awaitable: give run_main an async "
+        "function (async def main(): ...)"
+    )
+
+
+def test_run_main_given_a_coroutine_says_to_give_the_function() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine 'main' was never awaited" either
+        said = refused(run_main, main())
+    assert (
+        said
+        == "run_main takes the async function, not a call of it: run_main(main), not run_main(main())"
+    )
+    assert run_main(main, 5) == 5
+
+
+def test_tool_call_response_given_no_arguments_or_no_name_says_what_to_give() -> None:
+    assert refused(tool_call_response, "lookup") == (
+        "tool_call_response('lookup') needs the call's arguments too, a dict: "
+        "tool_call_response('lookup', {...}) ({} for a tool that takes none)"
+    )
+    assert refused(tool_call_response, 7, {}) == (
+        "tool_call_response(name, arguments) takes the tool's name (a str) first; got an int"
+    )
+    assert tool_call_response("lookup", {}).tool_calls[0].arguments == {}
