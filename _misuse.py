@@ -43,15 +43,15 @@ class KnownFields(msgspec.StructMeta):
         try:
             return super().__call__(*args, **kwargs)
         except TypeError:
-            fields = cls.__struct_fields__  # type: ignore[attr-defined]
+            fields = cls.__struct_fields__
             unknown = [name for name in kwargs if name not in fields]
             if not unknown and not args:
                 raise
             raise WrongType(_refused(cls.__name__, fields, unknown, len(args))) from None
 
 
-class ConfigStruct(msgspec.Struct, metaclass=KnownFields):
-    """A base for config structs users build by keyword (``Budget``, ``Price``)."""
+class ConfigStruct(msgspec.Struct, metaclass=KnownFields, frozen=True):
+    """A base for frozen config structs users build by keyword (``Budget``, ``Price``)."""
 
 
 def _refused(owner: str, fields: tuple[str, ...], unknown: list[str], given: int) -> str:

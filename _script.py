@@ -78,11 +78,12 @@ def run_main(
 
 async def _awaited(main: Callable[[*PosArgsT], Awaitable[T]], *args: *PosArgsT) -> T:
     made = main(*args)
-    if not inspect.isawaitable(made):
+    checked: object = made  # typed an awaitable; a plain function's value is not
+    if not inspect.isawaitable(checked):
         name = getattr(main, "__name__", "")
         name = name if name.isidentifier() else "main"
         raise WrongType(
-            f"run_main({name}): {name}() returned {a_kind(made)}, not an awaitable: "
+            f"run_main({name}): {name}() returned {a_kind(checked)}, not an awaitable: "
             f"give run_main an async function (async def {name}(): ...)"
         )
     return await made

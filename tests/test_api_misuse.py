@@ -13,7 +13,17 @@ import warnings
 
 import pytest
 
-from regiment import Budget, ModelSettings, Price, run_main, tool_call_response
+from regiment import (
+    Budget,
+    ModelSettings,
+    Price,
+    ScriptedModel,
+    Toolset,
+    Worker,
+    run_main,
+    tool,
+    tool_call_response,
+)
 from regiment.errors import ConfigError
 
 BUDGET_FIELDS = (
@@ -94,3 +104,44 @@ def test_tool_call_response_given_no_arguments_or_no_name_says_what_to_give() ->
         "tool_call_response(name, arguments) takes the tool's name (a str) first; got an int"
     )
     assert tool_call_response("lookup", {}).tool_calls[0].arguments == {}
+
+
+def lookup(city: str) -> str:
+    """Today's weather for a city."""
+    return city
+
+
+def test_a_toolset_given_one_tool_or_a_string_says_to_put_it_in_a_list() -> None:
+    # Toolset("w", "lookup") said "tools[0] is the str 'l'"; Toolset("w", 3) raised
+    # "'int' object is not iterable"; Toolset("w", lookup) the same for a function.
+    def said(tools: object, **options: object) -> str:
+        with pytest.raises(ConfigError) as caught:
+            Toolset("w", tools, **options)  # type: ignore[arg-type]
+        return str(caught.value)
+
+    assert said("lookup") == (
+        "tool set 'w': tools must be a list of tools; got the str 'lookup' "
+        "(put it in a list: Toolset('w', [...]))"
+    )
+    assert said(lookup) == (
+        "tool set 'w': tools must be a list of tools; got the function lookup "
+        "(put it in a list: Toolset('w', [lookup]))"
+    )
+    assert said(tool(lookup)).endswith(
+        "got the tool lookup (put it in a list: Toolset('w', [lookup]))"
+    )
+    assert said(3).startswith("tool set 'w': tools must be a list of tools; got the int 3")
+    # a comparison's TypeError: "'<' not supported between instances of 'str' and 'int'"
+    assert said([lookup], max_concurrency="2") == (
+        "max_concurrency must be a whole number, 1 or more, or None for no limit, not '2'"
+    )
+    assert Toolset("w", (t for t in [lookup])).names == ("lookup",)
+
+
+def test_a_worker_name_not_text_says_what_a_name_is() -> None:
+    # It was "TypeError: 'int' object is not iterable".
+    with pytest.raises(ConfigError) as caught:
+        Worker(name=3, description="d", model=ScriptedModel(["x"]))  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "Worker: name must be non-empty letters, digits, '_' or '-'; got 3"
+    )

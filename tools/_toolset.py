@@ -24,6 +24,25 @@ ToolsetItem: TypeAlias = Tool[..., object] | Callable[..., object]
 """A ``Tool``, or a plain typed function that becomes one with default options."""
 
 
+def _listed(name: str, tools: object) -> Iterable[object]:
+    """``tools`` if it is a collection of tools; one tool, a string or a number given
+    in its place is refused, saying to put it in a list."""
+    one = isinstance(tools, str | bytes | Mapping) or callable(tools)
+    if one or not isinstance(tools, Iterable):
+        called = getattr(tools, "__name__", None) if callable(tools) else None
+        kind = "tool" if isinstance(tools, Tool) else "function"
+        shown = (
+            f"the {type(tools).__name__} {tools!r:.60}"
+            if called is None
+            else f"the {kind} {called}"
+        )
+        raise ConfigError(
+            f"tool set {name!r}: tools must be a list of tools; got {shown} "
+            f"(put it in a list: Toolset({name!r}, [{called or '...'}]))"
+        )
+    return tools
+
+
 @final
 class Toolset:
     """The tools one worker may call, and nothing else.
@@ -66,11 +85,18 @@ class Toolset:
             )
         self._max_result_chars = result_limit("max_result_chars", max_result_chars)
         check_approver(name, approver)
+        if max_concurrency is not None and (
+            not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool)
+        ):
+            raise ConfigError(
+                "max_concurrency must be a whole number, 1 or more, or None for no limit, "
+                f"not {max_concurrency!r}"
+            )
         if max_concurrency is not None and max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be 1 or more, not {max_concurrency!r}")
         self._name = name
         self._tools: dict[str, Tool[..., object]] = {}
-        for index, item in enumerate(tools):
+        for index, item in enumerate(_listed(name, tools)):
             if not (isinstance(item, Tool) or callable(item)):
                 raise ConfigError(
                     f"tool set {name!r}: tools[{index}] is the {type(item).__name__} {item!r}, not a "

@@ -94,7 +94,7 @@ def _tool_items(worker: str, given: object) -> tuple[Tool[..., object] | Toolset
 
 def check_worker_name(name: str) -> None:
     """Raise ``ConfigError`` unless ``name`` can be used as an assignee in plans."""
-    if not name or not all(c.isalnum() or c in "_-" for c in name):
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
         raise InvalidValue(  # names the field: a team file's error names the key and line
             "Worker", "name", f"must be non-empty letters, digits, '_' or '-'; got {name!r}"
         )
