@@ -27,6 +27,7 @@ from regiment.hierarchy.workers._not_run import held_back, not_run
 from regiment.hierarchy.workers._outcomes import (
     collect,
     cut_short,
+    logged,
     refused,
 )
 from regiment.hierarchy.workers._progress import StepProgress
@@ -141,7 +142,7 @@ def _check_failures(
             worker,
             assign.step.id,
             outcome.tool,
-            clipped(str(outcome.content)),
+            logged(outcome),  # its type: the message may quote the user's data
             extra=where,
         )
         tool = toolset.get(outcome.tool)

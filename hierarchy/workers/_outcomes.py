@@ -10,6 +10,7 @@ back by the fence, waiting for a guard or an approval, or not reached) is not li
 
 from __future__ import annotations
 
+from regiment._text import clipped
 from regiment.hierarchy._messages import ToolOutcome
 from regiment.hierarchy.workers._not_run import not_run
 from regiment.hierarchy.workers._progress import StepProgress
@@ -25,7 +26,7 @@ from regiment.tools import (
     ask_approver,
 )
 
-__all__ = ("CUT", "collect", "cut_short", "over_share", "refused", "while_deciding")
+__all__ = ("CUT", "collect", "cut_short", "logged", "over_share", "refused", "while_deciding")
 
 CUT = "cut"
 """``ToolOutcome.error_type`` of a call whose body started and was cut before it finished."""
@@ -140,3 +141,13 @@ def over_share(limit: int | None) -> str:
         f"not run: this step's tool call allowance of {limit} is used up; answer from the "
         "results you have (a tool call now is refused too, unless the run frees some)"
     )
+
+
+def logged(outcome: ToolOutcome) -> str:
+    """What the log line of a failed call says of it: its error type (``ValueError``,
+    ``invalid_arguments``), not its message, which may quote the user's data (an
+    exception's message, the arguments the model sent, an approver's reason); the model,
+    the ``ToolFailed`` event and the step's report have it whole. A timeout's is ours."""
+    if outcome.error_type == "timeout":
+        return clipped(str(outcome.content))
+    return outcome.error_type or "error"

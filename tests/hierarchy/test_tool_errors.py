@@ -94,7 +94,8 @@ async def test_by_default_the_model_is_told_and_everyone_else_sees_it(
     warnings = [r for r in caplog.records if r.name == "regiment.worker"]
     assert [r.levelno for r in warnings] == [logging.WARNING]
     record = warnings[0]
-    assert record.getMessage() == "billing s1: divide failed: ZeroDivisionError: division by zero"
+    # Its type, not its message: an exception's message may quote the user's data.
+    assert record.getMessage() == "billing s1: divide failed: ZeroDivisionError"
     assert record.__dict__["run_id"] == event.run_id
     assert (record.__dict__["step_id"], record.__dict__["worker"], record.__dict__["tool"]) == (
         "s1",
