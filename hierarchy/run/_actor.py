@@ -363,7 +363,10 @@ def _no_replan(report: StepReport, reason: str, book: RunBook, allowed: int) -> 
 
 
 def _no_replans_left(report: StepReport, reason: str, allowed: int) -> StepFailed:
-    message = f"{reason}; no replans left (budget allows {allowed})"
+    more = "Budget(replans=...) lets the planner try again"
+    if report.status == "timed_out":  # a replan only sends the work to the same limit
+        more += f", Worker(step_timeout=...) lets worker '{report.worker}' take longer"
+    message = f"{reason}; no replans left (budget allows {allowed}; {more})"
     return StepFailed(message, step_id=report.step_id, worker=report.worker, cause=reason)
 
 

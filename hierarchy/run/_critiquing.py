@@ -99,7 +99,12 @@ class JudgesRounds:
         if not self._book.spending.exhausted:  # else noted: it answers from what was done
             self._record(BudgetRanOut(limit, detail, drain))
         raising = self._team.budget.on_exhausted == "raise"
-        error = BudgetExceeded(f"budget exhausted: {detail}", limit=limit)
+        held = getattr(self._book.spending.ledger.budget, limit)  # what to raise to go further
+        error = BudgetExceeded(
+            f"budget exhausted: {detail} (the team's limit is Budget({limit}={held!r}); "
+            "raise it for runs that go further)",
+            limit=limit,
+        )
         self._wind_down(EndFailed(error) if raising else EndPartial(), drain=drain)
 
     def _on_synthesis(self, text: str, unpaid: Unpaid | None) -> None:

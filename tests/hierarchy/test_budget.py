@@ -88,6 +88,10 @@ async def test_raise_mode_raises_budget_exceeded() -> None:
     with pytest.raises(BudgetExceeded) as info:
         await team.run("two steps")
     assert info.value.limit == "model_calls"
+    # It said what ran out, not what to change.
+    assert str(info.value).endswith(
+        "(the team's limit is Budget(model_calls=4); raise it for runs that go further)"
+    )
 
 
 async def test_tool_call_allowance_is_split_across_parallel_steps() -> None:
