@@ -9,6 +9,7 @@ serve`` add them).
 from __future__ import annotations
 
 import logging
+import re
 
 from regiment._text import clipped
 from regiment.hierarchy._checks import CheckOutcome
@@ -107,9 +108,27 @@ def model_retry(run_id: str, purpose: str, agent: str, why: str) -> None:
         "%s's %s reply could not be used, asking again: %s",
         agent,
         purpose,
-        " ".join(why.split()),  # one line per record
+        _unquoted(" ".join(why.split())),  # one line per record
         extra=_where(run_id, worker=agent),
     )
+
+
+# A quoted string of a problem (Python's repr): a name ('nobody'), or a piece of the reply.
+# Not an apostrophe ("step 2's text"): a quote opens after no letter or digit.
+_QUOTED = re.compile(r"(?<![A-Za-z0-9])(?:'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*")')
+_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,40}")
+
+
+def _unquoted(problems: str) -> str:
+    """``problems`` with each quoted piece of the model's reply left out (a name it gave,
+    a worker's or a step's, stays): the reply may quote the user's goal or a tool's
+    result, and a log line is no place for them (the model, and ``PlanError``, have it)."""
+
+    def left_out(found: re.Match[str]) -> str:
+        inner = found.group()[1:-1]
+        return found.group() if _NAME.fullmatch(inner) else f"<{len(inner)} characters>"
+
+    return _QUOTED.sub(left_out, problems)
 
 
 def turn_failed_late(run_id: str, message: str, error: Exception) -> None:

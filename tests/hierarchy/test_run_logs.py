@@ -63,6 +63,28 @@ async def test_an_invalid_plan_asked_again_is_logged_at_info(
     assert _context(retry) == (result.run_id, None, "boss")
 
 
+async def test_a_plan_reply_asked_again_is_not_quoted_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The line quoted the reply: '{"steps": [{"description": "refund ann@example.com'.
+    # The model's reply may quote the goal or a tool's result; the model and PlanError
+    # still get the quote, the log line its length. A name the reply gave stays.
+    cut = '{"steps": [{"description": "refund ann@example.com'
+    named = plan_json({"description": "x", "id": "s1", "depends_on": ["ann@example.com"]})
+    brain = Brain([cut, named, plan_json({"description": "do it"})])
+    model = ScriptedModel(brain)
+    worker = Worker(name="w", description="does things", model=model)
+    team = Team(name="t", planner=Planner(model=model, name="boss"), workers=[worker])
+    with caplog.at_level(logging.INFO, logger="regiment"):
+        result = await _run(team)
+    assert result.status == "completed"
+    said = [r.getMessage() for r in _run_records(caplog)]
+    assert len(said) == 2
+    assert all("ann@example.com" not in line for line in said)
+    assert "truncated): <50 characters>; reply with one complete JSON object" in said[0]
+    assert "<15 characters>" in said[1]
+
+
 async def test_a_budget_that_runs_out_is_logged_at_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
