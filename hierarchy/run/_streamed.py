@@ -8,7 +8,7 @@ no attribute 'args'``. A class also costs a streamed run a generator and three c
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, final
@@ -54,6 +54,20 @@ class Streamed:
         self._opened = opened
         assert not isinstance(events, RunEnd)  # a streamed run has no lender
         return RunEvents(events, self._checkpoint, channel)
+
+    def __aiter__(self) -> RunEvents:
+        raise Misused(self._enter_first("async for event in"))
+
+    def __await__(self) -> Generator[None, None, RunEvents]:
+        raise Misused(self._enter_first("await"))
+
+    def _enter_first(self, used: str) -> str:
+        """Iterated or awaited as it is: what to write instead."""
+        made = self._again
+        return (
+            f"{used} {made}: a stream is entered first (async with), which starts its run: "
+            f"async with {made} as events: async for event in events: ..."
+        )
 
     async def __aexit__(
         self,
