@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import warnings
 
+import msgspec
 import pytest
 
 from regiment import (
+    Approve,
     Budget,
+    Deny,
     ModelSettings,
     Price,
     ScriptedModel,
@@ -25,6 +28,8 @@ from regiment import (
     tool_call_response,
 )
 from regiment.errors import ConfigError
+from regiment.hierarchy.guard import max_length
+from regiment.tools import ApprovalDecision
 
 BUDGET_FIELDS = (
     "model_calls, tool_calls, tokens, input_tokens, output_tokens, usd, replans, rounds, "
@@ -144,4 +149,32 @@ def test_a_worker_name_not_text_says_what_a_name_is() -> None:
         Worker(name=3, description="d", model=ScriptedModel(["x"]))  # type: ignore[arg-type]
     assert str(caught.value) == (
         "Worker: name must be non-empty letters, digits, '_' or '-'; got 3"
+    )
+
+
+def test_a_field_left_out_names_the_ones_needed() -> None:
+    # msgspec's "Missing required argument 'output'" named neither the class nor the form.
+    assert refused(Price, input=3.0) == "Price needs output too: Price(input=..., output=...)"
+    assert refused(Deny) == "Deny needs reason too: Deny(reason=...)"
+
+
+def test_an_approval_decision_given_an_argument_it_does_not_take_says_so() -> None:
+    # Approve("yes") said "Extra positional arguments provided". (A Deny or EditArguments
+    # holding the wrong kind is refused where an approver returns it, naming the approver:
+    # tests/hierarchy/test_approvals.py.)
+    assert refused(Approve, "yes") == "Approve takes no arguments: Approve()"
+    assert refused(Deny, "over the limit", "again") == (
+        "Deny takes at most 1 positional (reason), got 2 positional; its fields are reason"
+    )
+    assert Deny("over the limit") == Deny(reason="over the limit")
+    decided = msgspec.json.decode(b'{"type": "deny", "reason": "no"}', type=ApprovalDecision)
+    assert decided == Deny(reason="no")  # a decision read back is built as before
+
+
+def test_max_length_given_no_number_says_so() -> None:
+    # It was "'<' not supported between instances of 'str' and 'int'".
+    with pytest.raises(ConfigError) as caught:
+        max_length("500")  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "max_length: limit must be at least 1, a whole number of characters, not '500'"
     )

@@ -10,6 +10,7 @@ from typing import Protocol, TypeAlias
 import msgspec
 
 from regiment._json import JsonObject
+from regiment._misuse import ConfigStruct
 
 __all__ = (
     "ApprovalDecision",
@@ -58,18 +59,18 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     expires_at: float | None = None
 
 
-class Approve(msgspec.Struct, frozen=True, kw_only=True, tag="approve"):
+class Approve(ConfigStruct, frozen=True, kw_only=True, tag="approve"):
     """Run the call as the model asked."""
 
 
-class Deny(msgspec.Struct, frozen=True, tag="deny"):
+class Deny(ConfigStruct, frozen=True, tag="deny"):
     """Do not run the call; the model is told ``reason`` (``Deny("over the limit")`` or
     ``Deny(reason=...)``)."""
 
     reason: str
 
 
-class EditArguments(msgspec.Struct, frozen=True, tag="edit"):
+class EditArguments(ConfigStruct, frozen=True, tag="edit"):
     """Run the call with these arguments instead (they are validated again):
     ``EditArguments({"amount": 100})`` or ``EditArguments(arguments=...)``.
 

@@ -118,8 +118,10 @@ def max_length(
 ) -> Guardrail:
     """Trip when the subject's text is longer than ``limit`` characters (for a model
     request: its system prompt and all message text together)."""
-    if limit < 1:
-        raise ConfigError(f"max_length: limit must be at least 1, not {limit}")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ConfigError(
+            f"max_length: limit must be at least 1, a whole number of characters, not {limit!r}"
+        )
     if kind not in ("model_request", "model_reply", "tool_result", "answer"):
         raise ConfigError(
             f"max_length measures model_request, model_reply, tool_result or answer, not {kind!r}"
