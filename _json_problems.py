@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from regiment._text import json_shown
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = (
     "choices",
     "either",
+    "form_words",
     "location",
     "missing",
     "no_such_field",
@@ -109,7 +110,37 @@ def _schema_problem(error: SchemaProblem, whole: str) -> list[str]:
             f"{no_such_field((*path, key), names, whole)} (got {json_shown(error.instance[key])})"
             for key in extra
         ]
+    if rule in ("anyOf", "oneOf") and isinstance(value, list) and error.context:
+        return _no_form(error, value, whole)
     return [f"{where}: Input should meet the schema's {json_shown(rule)}: {json_shown(value)}{got}"]
+
+
+_OTHER_TYPE = frozenset({"type", "enum", "const"})
+
+
+def _no_form(error: SchemaProblem, forms: list[object], whole: str) -> list[str]:
+    """A value no form of an ``anyOf`` (or ``oneOf``) took: of another JSON type than
+    every form, the forms; else what is wrong with it in the forms of its type."""
+    tried: dict[int, list[SchemaProblem]] = {}
+    for sub in error.context or ():
+        index = sub.relative_schema_path[0] if sub.relative_schema_path else None
+        if isinstance(index, int):
+            tried.setdefault(index, []).append(sub)
+    near = [
+        i
+        for i, subs in tried.items()
+        if not all(not s.relative_path and s.validator in _OTHER_TYPE for s in subs)
+    ]
+    where = location(tuple(error.absolute_path), whole)
+    words = [form_words(f) if isinstance(f, dict) else json_shown(f) for f in forms]
+    if not near:
+        return [f"{where}: Input should be {either(words)} (got {json_shown(error.instance)})"]
+    out: list[str] = []
+    for index in near:
+        given = "" if len(near) == 1 else f" (for {where} as {words[index]})"
+        for sub in tried[index]:
+            out.extend(problem + given for problem in _schema_problem(sub, whole))
+    return out
 
 
 def _patterned(node: Mapping[str, object], key: str) -> bool:
@@ -150,6 +181,24 @@ def wanted(node: Mapping[str, object]) -> str | None:
     names = kind if isinstance(kind, list) else [kind]
     words = [_WORDS[n] for n in names if isinstance(n, str) and n in _WORDS]
     return " or ".join(words) or None
+
+
+def form_words(
+    node: Mapping[str, object],
+    resolve: Callable[[Mapping[str, object]], Mapping[str, object] | None] = lambda n: n,
+) -> str:
+    """One form of a union in a few words: ``an integer``, ``"a" or "b"``, ``an object
+    with city, zip``, ``a date string``; ``resolve`` follows a ``$ref``."""
+    node = resolve(node) or {}
+    properties = node.get("properties")
+    if node.get("type") == "object" and isinstance(properties, dict) and properties:
+        return f"an object with {', '.join(properties)}"
+    if node.get("type") == "string" and isinstance(node.get("format"), str):
+        return f"a {node['format']} string"
+    inner = node.get("anyOf", node.get("oneOf"))
+    if isinstance(inner, list):
+        return either([form_words(o, resolve) for o in inner if isinstance(o, dict)])
+    return wanted(node) or "a value of another form"
 
 
 def choices(node: Mapping[str, object]) -> str | None:

@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from regiment._json import JsonObject
-from regiment._json_problems import choices, either, location, missing, no_such_field, wanted
+from regiment._json_problems import (
+    choices,
+    either,
+    form_words,
+    location,
+    missing,
+    no_such_field,
+)
 from regiment._text import json_shown
 from regiment.tools._closed import fields_at
 from regiment.tools._union_words import Form, Walked, single, walk
@@ -123,18 +130,8 @@ def _other_type(item: Walked, form: Form, depth: int) -> bool:
 
 
 def _form_words(option: Mapping[str, object], schema: JsonObject) -> str:
-    """A union's form in a few words: ``an integer``, ``"a" or "b"``, ``an object
-    with city, zip``, ``a date string``."""
-    node = single(schema, option)[0] or {}
-    properties = node.get("properties")
-    if node.get("type") == "object" and isinstance(properties, dict) and properties:
-        return f"an object with {', '.join(properties)}"
-    if node.get("type") == "string" and isinstance(node.get("format"), str):
-        return f"a {node['format']} string"
-    inner = node.get("anyOf", node.get("oneOf"))
-    if isinstance(inner, list):
-        return either([_form_words(o, schema) for o in inner if isinstance(o, dict)])
-    return wanted(node) or "a value of another form"
+    """A union's form in a few words (``$ref`` followed)."""
+    return form_words(option, lambda node: single(schema, node)[0])
 
 
 def _one(item: Walked) -> str:

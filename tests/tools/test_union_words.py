@@ -5,7 +5,8 @@ location: the model read ``a.int: Input should be a valid integer; a.str: ...``,
 ``a.function-after[...]``, ``a.dict[str,int]``, ``a.enum[Color]``, ``a.cat.lives``,
 and ``Input tag 'cow' found using 'kind' does not match any of the expected tags:
 'cat', 'dog'``: fields it never saw in the schema, and values in Python's quotes.
-Each shape here is worded as the other argument errors are.
+Each shape here is worded as the other argument errors are; so is an MCP tool's
+``anyOf`` or ``oneOf``, which said 'Input should meet the schema's "anyOf": [...]'.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict
 
+from regiment._json import JsonObject
 from regiment.tools import Toolset, tool
+from regiment.tools._mcp_tools import JsonSchemaArguments
 
 pytestmark = pytest.mark.anyio
 
@@ -253,3 +256,36 @@ async def test_no_python_type_name_reaches_the_model() -> None:
     )
     for python in ("a.int", "a.str", "dict[", "enum[", "constrained-", "function-", "'", "None"):
         assert python not in said
+
+
+MCP_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "a": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "b": {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {"x": {"type": "integer"}},
+                    "required": ["x"],
+                    "additionalProperties": False,
+                },
+                {"type": "null"},
+            ]
+        },
+        "c": {"anyOf": [{"enum": ["a", "b"]}, {"type": "null"}]},
+        "d": {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "integer"}]},
+    },
+}
+
+
+def test_an_mcp_tools_union_is_worded_as_a_functions_is() -> None:
+    # It said 'Input should meet the schema's "anyOf": [{"type": "integer"}, ...]'.
+    check = JsonSchemaArguments(MCP_SCHEMA, "t")
+    assert check.validate({"a": 1.5}) == "a: Input should be an integer or a string (got 1.5)"
+    assert check.validate({"b": 3}) == "b: Input should be an object with x or null (got 3)"
+    assert check.validate({"b": {"y": 1}}) == (
+        "b.x: Field required, send an integer; b.y: no such field, b has only x (got 1)"
+    )
+    assert check.validate({"c": "z"}) == 'c: Input should be "a" or "b" or null (got "z")'
+    assert check.validate({"d": ["x"]}) == 'd[0]: Input should be an integer (got "x")'
