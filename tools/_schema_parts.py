@@ -61,7 +61,14 @@ def schema_error(
     for (key, spec), param in zip(fields.items(), params, strict=True):
         try:
             pydantic.create_model("one", **{key: spec}).model_json_schema()  # type: ignore[call-overload]
-        except pydantic.PydanticUserError:
+        except pydantic.PydanticUserError as error:
+            if error.code == "typed-dict-version":  # "TypedDict" is right, as imported is not
+                return ConfigError(
+                    f"parameter {param.name!r} of tool {tool_name!r} has type "
+                    f"{_type_text(param.annotation)}, which holds a typing.TypedDict: "
+                    "before Python 3.12 pydantic reads only typing_extensions.TypedDict, "
+                    "so define it with that (from typing_extensions import TypedDict)"
+                )
             return ConfigError(
                 f"parameter {param.name!r} of tool {tool_name!r} has type "
                 f"{_type_text(param.annotation)}, which cannot be described "

@@ -4,6 +4,8 @@ what to give, never a ``TypeError`` from deep inside, nor a message about anothe
 
 from __future__ import annotations
 
+import sys
+import typing
 from typing import Any
 
 import pytest
@@ -119,4 +121,29 @@ def test_a_toolset_approver_that_is_no_function_is_refused_when_made() -> None:
     assert str(caught.value) == (
         "tool set 'desk': approver must be a function of the ApprovalRequest returning "
         "Approve(), Deny(reason=...) or EditArguments(arguments=...), or None; got the str 'ask'"
+    )
+
+
+class _Size(typing.TypedDict):  # typing's, not typing_extensions'
+    width: int
+
+
+def _sized(size: list[_Size]) -> str:
+    """Take sizes."""
+    return "ok"
+
+
+def test_a_typing_typed_dict_before_python_3_12_says_which_to_use() -> None:
+    # It said the type "cannot be described as JSON ... annotate it with a ... TypedDict":
+    # the advice was the type it had. pydantic reads typing's TypedDict from 3.12 on.
+    if sys.version_info >= (3, 12):
+        assert tool(_sized).name == "_sized"
+        return
+    with pytest.raises(ConfigError) as caught:
+        tool(_sized)
+    assert str(caught.value) == (
+        f"parameter 'size' of tool '_sized' has type list[{_Size.__module__}._Size], "
+        "which holds a typing.TypedDict: before Python 3.12 pydantic reads only "
+        "typing_extensions.TypedDict, so define it with that (from typing_extensions import "
+        "TypedDict)"
     )
