@@ -43,6 +43,18 @@ def _listed(name: str, tools: object) -> Iterable[object]:
     return tools
 
 
+def _check_concurrency(max_concurrency: object) -> None:
+    if max_concurrency is not None and (
+        not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool)
+    ):
+        raise ConfigError(
+            "max_concurrency must be a whole number, 1 or more, or None for no limit, "
+            f"not {max_concurrency!r}"
+        )
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ConfigError(f"max_concurrency must be 1 or more, not {max_concurrency!r}")
+
+
 @final
 class Toolset:
     """The tools one worker may call, and nothing else.
@@ -85,15 +97,7 @@ class Toolset:
             )
         self._max_result_chars = result_limit("max_result_chars", max_result_chars)
         check_approver(name, approver)
-        if max_concurrency is not None and (
-            not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool)
-        ):
-            raise ConfigError(
-                "max_concurrency must be a whole number, 1 or more, or None for no limit, "
-                f"not {max_concurrency!r}"
-            )
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be 1 or more, not {max_concurrency!r}")
+        _check_concurrency(max_concurrency)
         self._name = name
         self._tools: dict[str, Tool[..., object]] = {}
         for index, item in enumerate(_listed(name, tools)):
