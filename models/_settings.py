@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, ClassVar, cast
 import msgspec
 
 from regiment._json import JsonObject
-from regiment._misuse import ConfigStruct
 from regiment.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ _NAMED = (
 _BUILT = ("model", "messages", "stream")
 
 
-class ModelSettings(ConfigStruct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class ModelSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """How a model call is tuned; ``None`` means "not set here" (the layer below decides).
 
     Providers apply every field they support. ``thinking_budget`` is for
