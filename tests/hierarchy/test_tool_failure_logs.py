@@ -13,6 +13,7 @@ import logging
 
 import pytest
 
+from regiment._json import JsonObject
 from regiment.hierarchy import Planner, Team, ToolFailed, Worker
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, ToolResultPart
 from regiment.models import tool_call_response as call
@@ -31,7 +32,7 @@ def find(email: str) -> str:
     raise ValueError(f"no such customer {email}")
 
 
-async def run_calling(arguments: dict[str, object], caplog: pytest.LogCaptureFixture) -> str:
+async def run_calling(arguments: JsonObject, caplog: pytest.LogCaptureFixture) -> str:
     async def work(
         description: str, results: list[ToolResultPart], request: ModelRequest
     ) -> ModelResponse | str:
