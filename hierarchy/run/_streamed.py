@@ -8,12 +8,12 @@ no attribute 'args'``. A class also costs a streamed run a generator and three c
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, final
 
-from regiment._misuse import Misused
+from regiment._misuse import Misused, WrongType
 from regiment.hierarchy.run._channel import RunEnd, RunEvents
 from regiment.hierarchy.run._resume import Opened
 
@@ -28,7 +28,8 @@ class Streamed:
     its events (``RunEvents``); leaving it ends the run (see ``RunningTeam.stream``).
 
     A stream is one run, so it is entered once: a second ``async with`` of it raises
-    a ``ConfigError`` (also a ``RuntimeError``) saying to call ``stream(goal)`` again for another run.
+    a ``ConfigError`` (also a ``RuntimeError``) saying to call ``stream(goal)`` again for
+    another run.
     """
 
     __slots__ = ("_again", "_checkpoint", "_opened", "_opens")
@@ -55,20 +56,6 @@ class Streamed:
         assert not isinstance(events, RunEnd)  # a streamed run has no lender
         return RunEvents(events, self._checkpoint, channel)
 
-    def __aiter__(self) -> RunEvents:
-        raise Misused(self._enter_first("async for event in"))
-
-    def __await__(self) -> Generator[None, None, RunEvents]:
-        raise Misused(self._enter_first("await"))
-
-    def _enter_first(self, used: str) -> str:
-        """Iterated or awaited as it is: what to write instead."""
-        made = self._again
-        return (
-            f"{used} {made}: a stream is entered first (async with), which starts its run: "
-            f"async with {made} as events: async for event in events: ..."
-        )
-
     async def __aexit__(
         self,
         kind: type[BaseException] | None,
@@ -93,11 +80,12 @@ class Streamed:
         def __exit__(self, *exc_info):  # Python looks for it before it calls __enter__
             return None
 
-    def _misused(self, how: str) -> TypeError:
+    def _misused(self, how: str) -> WrongType:
         """``async for event in running.stream(goal)`` (as other libraries' streams are
         read) failed with Python's own "'async for' requires an object with __aiter__
-        method, got Streamed"; nothing has started then."""
-        return TypeError(
+        method, got Streamed"; nothing has started then. A ``ConfigError`` (the code is
+        to fix), also the ``TypeError`` it was."""
+        return WrongType(
             f"`{how} {self._again}` does not read a stream: enter it with `async with "
             f"{self._again} as events:`, then `async for event in events:` inside the block "
             "(the block owns the run: leaving it early cancels the run)"

@@ -128,29 +128,6 @@ async def test_a_stream_left_early_still_has_the_runs_ending_after_the_block() -
     assert hang.cancelled == ["hang"]
 
 
-async def test_a_stream_iterated_or_awaited_unentered_says_to_enter_it() -> None:
-    # It was Python's "'async for' requires an object with __aiter__ method, got
-    # Streamed" (and "object Streamed can't be used in 'await' expression").
-    model = ScriptedModel(Brain([plan_json({"description": "one"})]))
-    worker = Worker(name="w", description="Works.", model=model)
-    team = Team(name="t", planner=Planner(model=model), workers=[worker])
-    enter = (
-        "a stream is entered first (async with), which starts its run: async with "
-        "running.stream(goal) as events: async for event in events: ..."
-    )
-    async with team.start() as running:
-        with pytest.raises(ConfigError) as iterated:
-            async for _ in running.stream("go"):
-                pass
-        assert str(iterated.value) == f"async for event in running.stream(goal): {enter}"
-        with pytest.raises(ConfigError) as awaited:
-            await running.stream("go")
-        assert str(awaited.value) == f"await running.stream(goal): {enter}"
-        assert running.active_runs == 0  # neither started a run
-        async with running.stream("go") as events:  # entered: a run
-            assert isinstance([e async for e in events][-1], RunCompleted)
-
-
 async def test_a_stream_entered_twice_says_to_call_stream_again(tmp_path: Path) -> None:
     # It was Python's own "'_AsyncGeneratorContextManager' object has no attribute 'args'".
     model = ScriptedModel(Brain([plan_json({"description": "one"})] * 2))

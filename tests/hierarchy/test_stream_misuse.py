@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from regiment.errors import ConfigError
 from regiment.hierarchy import Planner, RunningTeam, Team, Worker
 from regiment.models import ScriptedModel
 from tests.hierarchy.brains import Brain, plan_json
@@ -58,8 +59,9 @@ async def test_a_stream_not_entered_with_async_with_says_how_to_read_it(
         workers=[Worker(name="w", description="works", model=model)],
     )
     async with team.start() as running:
-        with pytest.raises(TypeError) as caught:
+        with pytest.raises(ConfigError) as caught:  # the code is to fix; a TypeError too
             await misuse(running)
+        assert isinstance(caught.value, TypeError)
         assert says in str(caught.value)
         assert "`async with running." in str(caught.value)
         assert not brain.plan_requests  # nothing started
