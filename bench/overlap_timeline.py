@@ -3,6 +3,7 @@
     .venv/bin/python bench/overlap_timeline.py            # 100 steps, 7 runs
     .venv/bin/python bench/overlap_timeline.py --steps 10
     .venv/bin/python bench/overlap_timeline.py --calls    # Python calls a step, by phase
+    .venv/bin/python bench/overlap_timeline.py --gc-off   # the collector held off in each timed run
 
 The row 4 shape (independent steps whose worker model call sleeps 50 ms, the
 planner and synthesizer instant) with the model noting, on the run's clock,
@@ -15,11 +16,20 @@ run's start, then the medians:
 - ``ends``: the first and the last sleep to end;
 - ``late``: how much later than 50 ms the latest sleep ended (the event loop
   was busy with other steps' reports, or rounded its wait to the millisecond);
-- ``synth`` and ``end``: the synthesis call and the run's return.
+- ``synth`` and ``end``: the synthesis call and the run's return;
+- ``gc`` and ``gc ms``: the garbage collections that ran inside the timed run and the
+  time they took (each one stops the loop: all of it lands on the run's wall unless
+  it falls in the 50 ms every step sleeps).
 
 ``--calls`` counts instead (``sys.setprofile``, exact) the Python calls per step in
 the dispatch (from the plan reply to the last worker call's start) and in the ends
-(from the first sleep's end to the synthesis), regiment's by function.
+(from the first sleep's end to the synthesis), regiment's by function; and, the
+collector held off, the objects it tracks that the run has made and still holds a
+step as the last worker call starts (what makes the collections: the collector runs
+each time 700 more are alive than at its last run).
+
+``--gc-off`` holds the collector off in each timed run (regiment's and raw), to read
+the wall with no collection in it.
 
 Beside it, the same sleeps in bare anyio tasks (``raw``: 100 tasks started at
 once, each sleeping 50 ms; no framework at all), with the same columns, each raw
@@ -31,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import statistics
 import sys
 import time
@@ -56,6 +67,7 @@ class Timeline:
         self.starts: list[float] = []
         self.ends: list[float] = []
         self.phase = ""  # for --calls: "dispatch", "ends" or "" (neither)
+        self.alive = 0  # for --calls: tracked objects made and alive at the last call's start
 
     def clear(self) -> None:
         """Forget the warm-up run."""
@@ -73,6 +85,7 @@ def team(steps: int, line: Timeline) -> Team:
             line.starts.append(time.perf_counter())
             if len(line.starts) == line.steps:
                 line.phase = ""  # the last call began: the dispatch is over
+                line.alive = gc.get_count()[0]
             await anyio.sleep(DELAY)
             line.ends.append(time.perf_counter())
             if len(line.ends) == 1:
@@ -99,14 +112,45 @@ def team(steps: int, line: Timeline) -> Team:
     return Team(name="bench", planner=planner, workers=[worker], concurrency=steps)
 
 
-async def one_run(steps: int) -> dict[str, float]:
+class Collections:
+    """The garbage collections while it is entered (``with``), with their durations;
+    ``off``: the collector held off meanwhile instead."""
+
+    def __init__(self, off: bool) -> None:
+        self.off = off
+        self.took: list[float] = []
+        self._began = 0.0
+
+    def _note(self, phase: str, _: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.took.append(time.perf_counter() - self._began)
+
+    def __enter__(self) -> None:
+        if self.off:
+            gc.disable()
+        gc.callbacks.append(self._note)
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self._note)
+        if self.off:
+            gc.enable()
+
+    def columns(self) -> dict[str, float]:
+        return {"gc": len(self.took), "gc ms": sum(self.took) * 1e3}
+
+
+async def one_run(steps: int, gc_off: bool = False) -> dict[str, float]:
     line = Timeline(steps)
+    collections_ = Collections(gc_off)
     async with team(steps, line).start() as running:
         await running.run("warm up")
         line.clear()
-        start = time.perf_counter()
-        result = await running.run("do the steps at once")
-        end = time.perf_counter()
+        with collections_:
+            start = time.perf_counter()
+            result = await running.run("do the steps at once")
+            end = time.perf_counter()
     assert result.status == "completed", result.status
 
     def ms(t: float) -> float:
@@ -122,10 +166,10 @@ async def one_run(steps: int) -> dict[str, float]:
         "late": late * 1e3,
         "synth": ms(line.synth),
         "end": ms(end),
-    }
+    } | collections_.columns()
 
 
-async def raw_run(steps: int) -> dict[str, float]:
+async def raw_run(steps: int, gc_off: bool = False) -> dict[str, float]:
     """The same sleeps in bare anyio tasks, timed as a run's are: from the start of the
     loop that starts them to the task group's end."""
     starts: list[float] = []
@@ -136,11 +180,13 @@ async def raw_run(steps: int) -> dict[str, float]:
         await anyio.sleep(DELAY)
         ends.append(time.perf_counter())
 
-    start = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        for _ in range(steps):
-            tg.start_soon(one)
-    end = time.perf_counter()
+    collections_ = Collections(gc_off)
+    with collections_:
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(steps):
+                tg.start_soon(one)
+        end = time.perf_counter()
 
     def ms(t: float) -> float:
         return (t - start) * 1e3
@@ -153,7 +199,7 @@ async def raw_run(steps: int) -> dict[str, float]:
         "last end": ms(max(ends)),
         "late": late * 1e3,
         "end": ms(end),
-    }
+    } | collections_.columns()
 
 
 def show(title: str, rows: list[dict[str, float]]) -> dict[str, float]:
@@ -167,19 +213,19 @@ def show(title: str, rows: list[dict[str, float]]) -> dict[str, float]:
     return medians
 
 
-async def main(steps: int, runs: int) -> None:
+async def main(steps: int, runs: int, gc_off: bool) -> None:
     rows: list[dict[str, float]] = []
     raw: list[dict[str, float]] = []
     for _ in range(runs):  # alternating, so both see the same machine
-        rows.append(await one_run(steps))
-        raw.append(await raw_run(steps))
+        rows.append(await one_run(steps, gc_off))
+        raw.append(await raw_run(steps, gc_off))
     ours = show(f"{steps} independent steps of {DELAY * 1e3:.0f} ms, ms from the run's start", rows)
     bare = show(f"raw anyio: {steps} tasks sleeping {DELAY * 1e3:.0f} ms, the same columns", raw)
     print(
         f"end: regiment {ours['end']:.2f} ms, raw anyio {bare['end']:.2f} ms "
         f"({ours['end'] - bare['end']:+.2f} ms); the last call began {ours['last call']:.2f} "
         f"against {bare['last call']:.2f} ms, the last sleep ended {ours['late']:.2f} "
-        f"against {bare['late']:.2f} ms late"
+        f"against {bare['late']:.2f} ms late" + ("; the collector held off" if gc_off else "")
     )
 
 
@@ -205,6 +251,13 @@ async def calls(steps: int) -> None:
             await running.run("do the steps at once")
         finally:
             sys.setprofile(None)
+        line.clear()
+        gc.collect()
+        gc.disable()  # (so the count is what the run holds, not what was left since)
+        try:
+            await running.run("do the steps at once")  # not profiled: its own objects only
+        finally:
+            gc.enable()
     for phase in ("dispatch", "ends"):
         rows = {name: n / steps for (p, name), n in counts.items() if p == phase}
         total = sum(rows.values())
@@ -213,6 +266,10 @@ async def calls(steps: int) -> None:
         for name, n in sorted(rows.items(), key=lambda kv: -kv[1]):
             if n >= 0.5:
                 print(f"  {n:6.2f}  {name}")
+    print(
+        f"objects the collector tracks, made by the run and alive as the last call starts: "
+        f"{line.alive / steps:.2f} a step (bench model's included)"
+    )
 
 
 if __name__ == "__main__":
@@ -220,8 +277,9 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--calls", action="store_true", help="Python calls a step, by phase")
+    parser.add_argument("--gc-off", action="store_true", help="no collection in a timed run")
     args = parser.parse_args()
     if args.calls:
         anyio.run(calls, args.steps)
     else:
-        anyio.run(main, args.steps, args.runs)
+        anyio.run(main, args.steps, args.runs, args.gc_off)
