@@ -326,24 +326,31 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
             change = self._verifier.judge(report, step, artifact=artifact)
         self._record(change)
         if type(change) is StepCommitted:  # the hot path: no class pattern tried (#22)
-            return self._dispatch_ready()
+            d, version = self._book.dispatcher, self._book.versions.version
+            if d.ready or d.indexed != version or not d.running.get(version):
+                return self._dispatch_ready()
+            # Nothing it readied and steps of the plan still out: nothing to send, the
+            # plan not done (the usual report of a fan-out: no three calls to see it, #22).
+            return None
         match change:
             case StepEnded(report=StepReport(status="budget_exhausted", exhausted=limit)):
                 self._exhausted(limit or "model_calls", change.detail, drain=True)
             case StepEnded() | CheckRejected():
-                self._replan_or_fail(report, change.detail)
+                _replan_or_fail(self, report, change.detail)
             case _:
                 assert_never(change)
         return None
 
-    def _replan_or_fail(self, report: StepReport, reason: str) -> None:
-        book = self._book
-        if error := _no_replan(report, reason, book, self._team.budget.replans):
-            self._fail(error)
-            return
-        self._record(ReplanBegun(reason))
-        book.dispatcher.cancel_all(self.ctx, f"plan v{book.versions.version} is being replaced")
-        self._next(AskReplan(reason))
+
+def _replan_or_fail(actor: PlannerActor, report: StepReport, reason: str) -> None:
+    """A step that failed (or whose check rejected it): replan, or end the run failed."""
+    book = actor._book
+    if error := _no_replan(report, reason, book, actor._team.budget.replans):
+        actor._fail(error)
+        return
+    actor._record(ReplanBegun(reason))
+    book.dispatcher.cancel_all(actor.ctx, f"plan v{book.versions.version} is being replaced")
+    actor._next(AskReplan(reason))
 
 
 # What an idle planner of a run with no journal, not nested, takes in the sender's task.

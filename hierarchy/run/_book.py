@@ -112,7 +112,7 @@ class RunBook:
         if kind is ReportArrived:
             _arrived(self, change)  # type: ignore[arg-type]
         elif kind is StepCommitted:
-            self._commit(change)  # type: ignore[arg-type]
+            _committed(self, change)  # type: ignore[arg-type]
         elif kind is StepSent:
             _sent(self, change)  # type: ignore[arg-type]
         else:
@@ -159,7 +159,7 @@ class RunBook:
             case ReportArrived():
                 _arrived(self, change)
             case StepCommitted():
-                self._commit(change)
+                _committed(self, change)
             case _:
                 assert_never(change)
 
@@ -181,27 +181,6 @@ class RunBook:
                 self.emit(RoundStarted(run_id=run_id, round=round, feedback=feedback))
             case _:
                 assert_never(change)
-
-    def _commit(self, change: StepCommitted) -> None:
-        r, versions = change.report, self.versions
-        versions.reports.append(r)
-        versions.commit(r)
-        self.dispatcher.committed(r)
-        if change.artifact:
-            versions.artifacts.append(r.output)
-        if change.quiet:
-            return
-        event = StepCompleted(
-            run_id=self.run_id,
-            plan_version=r.plan_version,
-            step_id=r.step_id,
-            worker=r.worker,
-            output=r.output,
-            usage=r.usage,
-        )
-        self.events.append(event)  # emitted here: no call a step for it (``emit``, #22)
-        if (channel := self.channel).streaming or channel.journal is not None:
-            channel.emit(event)
 
     def _not_committed(self, change: ReportDropped | StepEnded | CheckRejected) -> None:
         versions, run_id, r = self.versions, self.run_id, change.report
@@ -267,7 +246,7 @@ class RunBook:
             )
         )
 
-    def emit(self, event: Event) -> None:  # (spelled out in _commit and _sent: #22)
+    def emit(self, event: Event) -> None:  # (spelled out in _committed and _sent: #22)
         self.events.append(event)
         channel = self.channel
         if channel.streaming or channel.journal is not None:  # else only the result has it
@@ -330,6 +309,30 @@ class RunBook:
         )
         pending = tuple(self.approvals.pending.values()) if status == "paused" else ()
         return _rarer(result, versions, spending, self.rounds, pending)
+
+
+def _committed(book: RunBook, change: StepCommitted) -> None:
+    """A step's report was committed: its result stands; the steps waiting on it may go."""
+    r, versions, dispatcher = change.report, book.versions, book.dispatcher
+    versions.reports.append(r)
+    versions.commit(r)
+    if r.step_id in dispatcher.dependents:  # a call only if a step waits on it (#22)
+        dispatcher.committed(r)
+    if change.artifact:
+        versions.artifacts.append(r.output)
+    if change.quiet:
+        return
+    event = StepCompleted(
+        run_id=book.run_id,
+        plan_version=r.plan_version,
+        step_id=r.step_id,
+        worker=r.worker,
+        output=r.output,
+        usage=r.usage,
+    )
+    book.events.append(event)  # emitted here: no call a step for it (``RunBook.emit``, #22)
+    if (channel := book.channel).streaming or channel.journal is not None:
+        channel.emit(event)
 
 
 def _sent(book: RunBook, change: StepSent) -> None:

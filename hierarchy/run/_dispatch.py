@@ -48,17 +48,19 @@ class Dispatcher:
         # What the run's in-process steps look at before they start a tool (its channel's).
         self.fence = StepFence() if fence is None else fence
         self.inflight: dict[tuple[int, str, int], str] = {}  # (version, step, attempt) -> worker
-        # inflight's step ids per plan version, with how many attempts of each are out
-        self._running: dict[int, dict[str, int]] = {}
+        # inflight's step ids per plan version, with how many attempts of each are out.
+        # It, ``indexed``, ``ready`` and ``dependents`` are read (never changed) by the
+        # planner and the run's book on every report: an attribute, no call a step (#22).
+        self.running: dict[int, dict[str, int]] = {}
         # The version the fields below are about (0: none yet; built on its first dispatch).
-        self._version = 0
+        self.indexed = 0
         # The current version's steps neither committed nor dispatched yet, in plan order.
         self._waiting: dict[str, PlanStep] = {}
         # Of those, the ones whose dependencies are all committed, in plan order; the
         # rest by how many of their dependencies are not, and who waits on each step.
-        self._ready: dict[str, PlanStep] = {}
+        self.ready: dict[str, PlanStep] = {}
         self._blocked: dict[str, int] = {}
-        self._dependents: dict[str, list[str]] = {}
+        self.dependents: dict[str, list[str]] = {}
         self._position: dict[str, int] = {}
         # A resume's replayed reports dropped as stale before it, each held (no longer in
         # flight) until the version its drop named is announced again: see ``hold``.
@@ -66,7 +68,7 @@ class Dispatcher:
 
     def running_ids(self, version: int) -> Collection[str]:
         """Ids of the steps of ``version`` dispatched and not yet reported (read only)."""
-        return self._running.get(version, _NONE_RUNNING)
+        return self.running.get(version, _NONE_RUNNING)
 
     def unsent(self) -> int:
         """How many steps of the current plan are still to be sent."""
@@ -75,12 +77,12 @@ class Dispatcher:
     def waiting_on(self, key: Hashable) -> int:
         """How many of the current plan's steps still to be sent wait, directly or not, on
         the step in flight under ``key`` (``(version, step id, attempt)``; a top-up's)."""
-        if not isinstance(key, tuple) or key[0] != self._version:
+        if not isinstance(key, tuple) or key[0] != self.indexed:
             return 0
         found: set[str] = set()
         todo = [key[1]]
         while todo:
-            for dependent in self._dependents.get(todo.pop(), ()):
+            for dependent in self.dependents.get(todo.pop(), ()):
                 if dependent not in found:
                     found.add(dependent)
                     todo.append(dependent)
@@ -90,9 +92,9 @@ class Dispatcher:
         """Index the current version's steps: which are waiting, which of them are ready."""
         committed, version = versions.committed, versions.version
         running = self.running_ids(version)
-        self._version = version
+        self.indexed = version
         self._waiting = waiting = {}
-        self._ready, self._blocked, self._dependents = {}, {}, {}
+        self.ready, self._blocked, self.dependents = {}, {}, {}
         self._position = {}
         for position, step in enumerate(versions.plan.steps):
             step_id = step.id
@@ -104,29 +106,29 @@ class Dispatcher:
             for dep in step.depends_on:
                 if dep not in committed:
                     unmet += 1
-                    self._dependents.setdefault(dep, []).append(step_id)
+                    self.dependents.setdefault(dep, []).append(step_id)
             if unmet:
                 self._blocked[step_id] = unmet
             else:
-                self._ready[step_id] = step
+                self.ready[step_id] = step
 
     def committed(self, report: StepReport) -> None:
         """A step was committed (or kept as evidence): the steps waiting on it may be ready."""
-        if report.plan_version != self._version:
+        if report.plan_version != self.indexed:
             return  # not the indexed version: its index is built from what is committed
         unblocked = False
-        for dependent in self._dependents.pop(report.step_id, ()):
+        for dependent in self.dependents.pop(report.step_id, ()):
             unmet = self._blocked[dependent] - 1
             if unmet:
                 self._blocked[dependent] = unmet
                 continue
             del self._blocked[dependent]
             if dependent in self._waiting:
-                self._ready[dependent] = self._waiting[dependent]
+                self.ready[dependent] = self._waiting[dependent]
                 unblocked = True
-        if unblocked and len(self._ready) > 1:  # keep plan order
+        if unblocked and len(self.ready) > 1:  # keep plan order
             position = self._position.__getitem__
-            self._ready = {sid: self._ready[sid] for sid in sorted(self._ready, key=position)}
+            self.ready = {sid: self.ready[sid] for sid in sorted(self.ready, key=position)}
 
     def next_sends(
         self, versions: PlanVersions, ledger: BudgetLedger, goal: str
@@ -138,14 +140,14 @@ class Dispatcher:
         Ready: the current plan's steps to dispatch now, in plan order, within the team's
         concurrency: not committed, not dispatched, every dependency committed (found
         here, not by a method of their own: a call a step, #22)."""
-        if self._version != (version := versions.version):
+        if self.indexed != (version := versions.version):
             self._index(versions)
-        if not self._ready:
+        if not self.ready:
             return [], None
-        room = self._team.concurrency - len(self._running.get(version, _NONE_RUNNING))
+        room = self._team.concurrency - len(self.running.get(version, _NONE_RUNNING))
         if room <= 0:
             return [], None
-        ready = list(self._ready.values())
+        ready = list(self.ready.values())
         if len(ready) > room:
             ready = ready[:room]
         team, run_id, pending = self._team, self._run_id, len(self._waiting)  # still to send
@@ -184,11 +186,11 @@ class Dispatcher:
         """Record a step sent to ``worker``."""
         version, step_id = assign.plan_version, assign.step.id
         self.inflight[(version, step_id, assign.attempt)] = worker
-        if self._version == version and self._waiting.pop(step_id, None) is not None:
-            self._ready.pop(step_id, None)
-        running = self._running.get(version)
+        if self.indexed == version and self._waiting.pop(step_id, None) is not None:
+            self.ready.pop(step_id, None)
+        running = self.running.get(version)
         if running is None:  # (setdefault built a {} every step for nothing, #22)
-            running = self._running[version] = {}
+            running = self.running[version] = {}
         running[step_id] = running.get(step_id, 0) + 1
 
     def reported(self, report: StepReport) -> None:
@@ -196,7 +198,7 @@ class Dispatcher:
         version, step_id = report.plan_version, report.step_id
         if self.inflight.pop((version, step_id, report.attempt), None) is None:
             return
-        running = self._running[version]
+        running = self.running[version]
         if running[step_id] == 1:
             del running[step_id]
         else:
@@ -220,7 +222,7 @@ class Dispatcher:
         for report, current in waiting:
             if upto is None or (current <= upto and report.plan_version < upto):
                 due.append((report, current))
-                running = self._running[report.plan_version]
+                running = self.running[report.plan_version]
                 running[report.step_id] -= 1
                 if not running[report.step_id]:
                     del running[report.step_id]
@@ -233,7 +235,7 @@ class Dispatcher:
         from here on, even while its worker is busy (``StepFence``); then ask every
         worker with a step of this run in flight to cancel it."""
         sent = max((version for version, _, _ in self.inflight), default=0)
-        self.fence.cut(max(sent, self._version), reason)
+        self.fence.cut(max(sent, self.indexed), reason)
         message = CancelStep(run_id=self._run_id, reason=reason)
         for worker in set(self.inflight.values()):
             ref = self._team.worker_refs[worker]

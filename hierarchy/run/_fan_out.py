@@ -62,7 +62,7 @@ def reserve_fan_out(
     shares = _NO_SHARES if free is not None else ledger.split(ways, len(ready))
     sends: list[StepSent] = []
     for index, (step, share) in enumerate(zip(ready, shares, strict=False)):
-        worker = step.worker or default
+        worker, deps = step.worker or default, step.depends_on  # (none: no call, #22)
         key, cap = (version, step.id, 1), caps[worker]
         if free is None or (allowance := free.get(cap)) is None:  # else reserved before
             allowance = ledger.reserve(key, model_calls_cap=cap, keep_model_calls=1, share=share)
@@ -79,7 +79,7 @@ def reserve_fan_out(
             context=StepContext(
                 goal=goal,
                 plan_outline=outline,
-                dependency_outputs=versions.carried_outputs(step.depends_on),
+                dependency_outputs=versions.carried_outputs(deps) if deps else (),
             )
             if contexts is None
             else contexts[index],
