@@ -3,7 +3,7 @@ safe to show on a terminal."""
 
 from __future__ import annotations
 
-__all__ = ("clipped", "json_shown", "shown", "shown_text", "visible")
+__all__ = ("clipped", "counted", "json_shown", "shown", "shown_text", "visible")
 
 # Control characters (C0 but tab and newline, DEL, C1) as the escapes Python writes them.
 _CONTROLS = {
@@ -22,6 +22,14 @@ def clipped(text: str, limit: int = 500) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters in all)"
+
+
+def counted(count: int, noun: str, *, grouped: bool = False) -> str:
+    """``count`` and ``noun``, the noun plural unless ``count`` is 1: ``1 tool call``,
+    ``0 tool calls``, ``2 steps``; ``grouped`` writes thousands apart (``1,204 tokens``).
+    ``noun`` is the singular, made plural with an ``s`` (every noun a line counts is so)."""
+    number = f"{count:,}" if grouped else str(count)
+    return f"{number} {noun}" if count == 1 else f"{number} {noun}s"
 
 
 def visible(text: str) -> str:

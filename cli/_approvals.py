@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from regiment._text import visible
+from regiment._text import counted, visible
 from regiment.cli._hints import journal_flag
 from regiment.cli._journal_cmds import (
     add_journal_option,
@@ -149,7 +149,7 @@ async def _list(journal: Journal, args: argparse.Namespace, stdout: TextIO, stde
     if len(pending) > len(shown):  # not on stdout, which a script may read
         more = len(pending) - len(shown)
         print(
-            f"regiment: {more} more pending request(s) not listed; raise --limit to see them",
+            f"regiment: {counted(more, 'more pending request')} not listed; raise --limit to see them",
             file=stderr,
         )
 

@@ -19,6 +19,7 @@ import anyio
 from regiment._script import EXIT_BROKEN_PIPE, all_of, reader_left, stdout_closed
 from regiment._signals import EXIT_INTERRUPTED, leave_now, signal_exit_code
 from regiment._signals import watch_signals as watch_until
+from regiment._text import counted
 from regiment.tools import abandoned_tool_calls
 
 _SIGNAL_CODES = (EXIT_INTERRUPTED, signal_exit_code(signal.SIGTERM))
@@ -159,7 +160,7 @@ def wait_for_tool_threads(code: int) -> None:
         signal.signal(signal.SIGINT, exit_now)
         signal.signal(signal.SIGTERM, exit_now)  # what a service manager sends next
     print(
-        f"regiment: waiting for {busy} tool call(s) still running in a thread "
+        f"regiment: waiting for {counted(busy, 'tool call')} still running in a thread "
         "(Python cannot stop a sync tool; make tools that may hang async); "
         "press Ctrl-C to exit without waiting",
         file=sys.stderr,

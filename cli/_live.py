@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from regiment._text import visible
+from regiment._text import counted, visible
 from regiment.cli._progress import RunProgress, StepRow, TokenMeter
 from regiment.cli._view import cached, cut
 from regiment.hierarchy import events as ev
@@ -69,7 +69,7 @@ class LiveView:
             (f"team {p.team or '?'}", "bold"),
             f"  plan v{p.version}  ",
             (p.phase, "cyan"),
-            f"  {p.elapsed():.1f} s  {max(self._meter.total(), p.tokens):,} tokens",
+            f"  {p.elapsed():.1f} s  {counted(max(self._meter.total(), p.tokens), 'token', grouped=True)}",
             cached(p.usage),
             f"  {usd_text(p.micro_usd)}" if p.micro_usd else "",
         )

@@ -37,6 +37,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from regiment._logging import logging_to
 from regiment._shown import shown_spec
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
+from regiment._text import counted
 from regiment.cli._mcp_calls import Calls
 from regiment.cli._start_error import start_error
 from regiment.errors import ConfigError, LeaseLost, RegimentError, ToolError
@@ -203,14 +204,15 @@ def _paused(result: RunResult, journal: str | None) -> str:
     calls = ", ".join(f"{r.tool_name} ({r.request_id})" for r in pending)
     if journal is None:
         raise SDKToolError(
-            f"the run paused: {len(pending)} tool call(s) need a person's approval ({calls}), "
+            f"the run paused: {counted(len(pending), 'tool call')} {'needs' if len(pending) == 1 else 'need'} "
+            f"a person's approval ({calls}), "
             "but this server keeps no journal, so no decision can reach the run and it "
             "cannot go on; serve the team with `regiment mcp TEAM_FILE --journal runs.db` "
             "to decide them with `regiment approve` and finish the run with resume(run_id)"
         )
     run_id, journal = result.run_id, shown_spec(journal)  # without a URL's password
     return (
-        f"paused: run {run_id} waits for {len(pending)} approval(s): {calls}. A person "
+        f"paused: run {run_id} waits for {counted(len(pending), 'approval')}: {calls}. A person "
         f"decides each with `regiment approve {run_id} REQUEST_ID --journal {journal}` (add "
         f"`--deny REASON` to refuse it; `regiment approvals {run_id} --journal {journal}` "
         f'lists them); then call resume with run_id "{run_id}" to finish the run.'
@@ -233,7 +235,7 @@ class _Progress:
                 self._current = frozenset(step.id for step in plan.steps)
                 self.total = len(self._current)
                 self.done = len(self._current & self._finished)
-                return f"plan v{plan.version}: {len(plan.steps)} steps"
+                return f"plan v{plan.version}: {counted(len(plan.steps), 'step')}"
             case StepCompleted(step_id=step, worker=worker):
                 return self._finish(step, f"step {step} done by {worker}")
             case CheckFailed(step_id=step, check=check):

@@ -17,7 +17,7 @@ from typing import Literal, TypeAlias, assert_never
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from regiment._text import clipped, visible
+from regiment._text import clipped, counted, visible
 from regiment.cli._answer import void_of_call
 from regiment.hierarchy import Plan
 from regiment.hierarchy import events as ev
@@ -193,7 +193,7 @@ class RunProgress:
         running = [f"{r.id} ({r.worker})" for r in current if r.state in cut_short]
         text = (
             f"after {self.elapsed():.1f} s, plan v{self.version}: "
-            f"{len(done)} of {len(current)} steps done"
+            f"{len(done)} of {counted(len(current), 'step')} done"
         )
         text += f" ({', '.join(done)})" if done else ""
         return visible(text + (f"; was running {', '.join(running)}" if running else ""))

@@ -12,6 +12,7 @@ import anyio
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
+from regiment._text import counted
 from regiment.cli._answer import AnswerOut, empty_answer_note, say_unwritten
 from regiment.cli._ask import TerminalApprover, asking
 from regiment.cli._codes import ended_early
@@ -347,10 +348,10 @@ def _report(
             print(empty, file=stderr)
         outcome = "paused" if paused else "done"
         if paused:
-            n, flag = len(result.pending_approvals), options.journal_flag
-            line = f"paused: {n} approval(s) pending — regiment approvals{flag} {result.run_id}"
+            n, flag = counted(len(result.pending_approvals), "approval"), options.journal_flag
+            line = f"paused: {n} pending — regiment approvals{flag} {result.run_id}"
             if options.journal is None:  # no journal to list, decide and resume them from
-                line = f"paused: {n} approval(s) pending, but --no-journal kept the run out of "
+                line = f"paused: {n} pending, but --no-journal kept the run out of "
                 line += "the journal, so it cannot go on: run it with a journal (or --approve ask)"
             print(line, file=stderr)
     elif ending.interrupted:

@@ -10,7 +10,7 @@ import json
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self, TextIO, assert_never
 
-from regiment._text import visible
+from regiment._text import counted, visible
 from regiment.cli._progress import RunProgress, tool_failure_line
 from regiment.hierarchy import events as ev
 from regiment.models import Usage, usd_text
@@ -53,7 +53,7 @@ def _tokens(usage: Usage) -> str:
     off too), what of them the prompt cache took, and what they cost when priced;
     nothing for a step that made none."""
     used = usage.total_tokens
-    return f", {used} tokens{cached(usage)}{cost(usage)}" if used else ""
+    return f", {counted(used, 'token')}{cached(usage)}{cost(usage)}" if used else ""
 
 
 def cached(usage: Usage) -> str:
@@ -74,7 +74,15 @@ def estimated(part: Usage) -> str:
     (calls cut in flight, charged at their most), else nothing."""
     if not part.total_tokens and not part.micro_usd:
         return ""
-    return f" (of it estimated: {part.total_tokens} tokens{cost(part)}, calls cut in flight)"
+    tokens = counted(part.total_tokens, "token")
+    return f" (of it estimated: {tokens}{cost(part)}, calls cut in flight)"
+
+
+def _counts(model_calls: int, tool_calls: int, usage: Usage) -> str:
+    """``N model calls, M tool calls, T tokens`` (singular for 1), what the prompt cache
+    took and what it cost: a run's last line."""
+    calls = f"{counted(model_calls, 'model call')}, {counted(tool_calls, 'tool call')}"
+    return f"{calls}, {counted(usage.total_tokens, 'token')}{cached(usage)}{cost(usage)}"
 
 
 def describe(event: ev.Event) -> str | None:
@@ -115,7 +123,7 @@ def describe(event: ev.Event) -> str | None:
         case ev.RoundStarted(round=number):
             return f"round {number} started"
         case ev.ContextCompressed(before_tokens=before, after_tokens=after):
-            return f"context compressed: {before} -> {after} tokens"
+            return f"context compressed: {before} -> {counted(after, 'token')}"
         case ev.SynthesisStarted(committed_steps=steps):
             return f"synthesizing the answer from {', '.join(steps) or 'no steps'}"
         case ev.BudgetExhausted() | ev.BudgetToppedUp():
@@ -130,9 +138,11 @@ def describe(event: ev.Event) -> str | None:
         case ev.ApprovalResolved():
             return _resolved_line(event)
         case ev.RunCompleted(result=result):
-            return f"run {result.status}: {result.model_calls} model calls, {result.tool_calls} tool calls, {result.usage.total_tokens} tokens{cached(result.usage)}{cost(result.usage)}{estimated(result.estimated_usage)}"
+            counts = _counts(result.model_calls, result.tool_calls, result.usage)
+            return f"run {result.status}: {counts}{estimated(result.estimated_usage)}"
         case ev.RunFailed(error_type=kind):  # why: the command's last line says it once
-            return f"run failed ({kind}): {event.model_calls} model calls, {event.tool_calls} tool calls, {event.usage.total_tokens} tokens{cached(event.usage)}{cost(event.usage)}{estimated(event.estimated_usage)}"
+            counts = _counts(event.model_calls, event.tool_calls, event.usage)
+            return f"run failed ({kind}): {counts}{estimated(event.estimated_usage)}"
         case _:
             assert_never(event)
 

@@ -128,7 +128,7 @@ def write_napping_team(directory: Path, tool: str) -> Path:
 
 # What the command says while it waits for each kind of tool that goes on after Ctrl-C.
 WAITING = {
-    "nap": "regiment: waiting for 1 tool call(s) still running in a thread",
+    "nap": "regiment: waiting for 1 tool call still running in a thread",
     "doze": "ignores cancellation and still runs",
 }
 

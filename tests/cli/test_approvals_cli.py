@@ -30,7 +30,7 @@ async def _paused_run(journal: str) -> tuple[str, str]:
     # The command it names reads this journal: it said `regiment approvals RUN_ID` alone,
     # which reads the default journal instead ("no journal at .../.regiment/journal.db").
     flag = f"--journal {shlex.quote(journal)}"
-    assert line.startswith(f"paused: 1 approval(s) pending — regiment approvals {flag} run-")
+    assert line.startswith(f"paused: 1 approval pending — regiment approvals {flag} run-")
     # the refund's call was waiting when the run paused: not run, not "cancelled"
     assert "     s2 issue_refund: not run, awaits a decision\n" in err
     assert "issue_refund: cancelled" not in err

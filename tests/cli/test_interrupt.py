@@ -58,7 +58,7 @@ async def test_interrupt_cancels_the_run_and_reports_progress(tmp_path: Path) ->
     assert out == ""
     last = err.splitlines()[-1]
     assert last.startswith("regiment: interrupted; cancelled the run after")
-    assert "plan v1: 0 of 1 steps done; was running s1 (waiter)" in last
+    assert "plan v1: 0 of 1 step done; was running s1 (waiter)" in last
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
@@ -116,7 +116,7 @@ async def test_interrupt_ends_the_events_file_with_a_cancelled_event(tmp_path: P
     last = lines[-1]
     assert last["run_id"] == lines[0]["run_id"]
     assert last["error_type"] == "RunCancelled"
-    assert "plan v1: 0 of 1 steps done; was running s1 (waiter)" in last["message"]
+    assert "plan v1: 0 of 1 step done; was running s1 (waiter)" in last["message"]
     # What the run got to, as a failed run's last line has it: its plan, and the
     # planner's call (the step's model call never answered).
     assert [plan["version"] for plan in last["plans"]] == [1]
@@ -248,7 +248,7 @@ def test_a_forced_exit_says_how_far_the_run_got(tmp_path: Path, second: signal.S
         assert child.wait(timeout=30) == 128 + second  # as the signal that forced it
     (last,) = [line for line in rest.splitlines() if line.startswith("regiment: ")]
     assert last.startswith("regiment: interrupted; cancelled the run after ")
-    assert "plan v1: 0 of 1 steps done; was running s1 (napper)" in last
+    assert "plan v1: 0 of 1 step done; was running s1 (napper)" in last
     assert "exiting without waiting for it to wind down" in last
     assert "Traceback" not in "".join(seen) + rest
     ending = json.loads(events.read_text(encoding="utf-8").splitlines()[-1])
