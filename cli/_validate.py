@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from regiment._text import visible
+from regiment._text import counted, visible
 from regiment.cli._codes import config_error
 from regiment.cli._printed import put_out
 from regiment.cli._resume import add_import_root
@@ -19,6 +19,7 @@ from regiment.errors import ConfigError
 if TYPE_CHECKING:
     from regiment.config import TeamConfig
     from regiment.hierarchy import Team, TeamWorker, Worker
+    from regiment.models import ModelSettings
     from regiment.tools import Tool
 
 __all__ = ("validate", "validate_command")
@@ -45,12 +46,12 @@ def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
 
     team = check_config(config, source=source)
     specs = config.model_specs()
-    lines = [
-        f"{source}: ok, team '{team.name}'",
-        f"  planner: {specs['planner.model']}, at most {team.planner.max_steps} steps",
-    ]
+    planner = f"{specs['planner.model']}, at most {team.planner.max_steps} steps"
+    planner += _tuned(team.planner.settings)
+    planner += _tuned(team.planner.synthesizer_settings, "synthesizer settings")
+    lines = [f"{source}: ok, team '{team.name}'", f"  planner: {planner}"]
     for index, (entry, worker) in enumerate(zip(config.workers, team.workers, strict=True)):
-        tools = _tools_of(worker)
+        tools = _tools_of(worker) + _tuned(getattr(worker, "settings", None))
         # A team worker's models are in its own file (checked above, with this one).
         uses = f"team file {entry.team}" if entry.team else specs[f"workers[{index}].model"]
         lines.append(f"  worker {worker.name}: {uses}; {tools}")
@@ -65,8 +66,9 @@ def validate(config: TeamConfig, source: str, stdout: TextIO) -> int:
 
 def _run_lines(config: TeamConfig, team: Team, source: str) -> list[str]:
     """What shapes a run beyond its roles, one line each, for what the file sets: the
-    critic, compression, a budget (its limits), concurrency; a value the file writes
-    equal to its default is named too, marked so."""
+    critic, compression, every role's settings, the answer's ``output_type``, a budget
+    (its limits), concurrency; a value the file writes equal to its default is named
+    too, marked so."""
     from regiment.config import TeamConfig  # loaded already: the team was built
     from regiment.hierarchy import Budget
 
@@ -75,11 +77,21 @@ def _run_lines(config: TeamConfig, team: Team, source: str) -> list[str]:
     planner_model = f"the planner's model ({config.model_specs()['planner.model']})"
     if config.critic is not None:
         model = config.critic.model or planner_model
-        lines.append(f"critic: {model}, at most {team.budget.rounds} rounds")
+        rounds = f"at most {team.budget.rounds} rounds"
+        lines.append(f"critic: {model}, {rounds}{_tuned(getattr(team.critic, 'settings', None))}")
     if config.compression is not None and team.compression is not None:
         model = config.compression.model or planner_model
         after = f"passes {team.compression.threshold:,} estimated tokens"
-        lines.append(f"compression: {model}, when the carried context {after}")
+        tuned = _tuned(team.compression.settings)
+        lines.append(f"compression: {model}, when the carried context {after}{tuned}")
+    if team.settings is not None:  # a role's own win key by key
+        lines.append(f"settings of every role: {_settings_text(team.settings)}")
+    if config.output_type is not None:
+        retries = counted(team.output_retries, "re-ask")
+        lines.append(
+            f"output_type: {config.output_type}, the answer must match it "
+            f"(at most {retries} of one that does not)"
+        )
     table = written.get("budget")
     in_table = table if isinstance(table, dict) else {}
     if team.budget != Budget() or in_table:
@@ -95,6 +107,28 @@ def _run_lines(config: TeamConfig, team: Team, source: str) -> list[str]:
     if (note := _note(team.concurrency, default, "concurrency" in written)) is not None:
         lines.append(f"concurrency: at most {team.concurrency} steps of a run at once{note}")
     return lines
+
+
+def _tuned(settings: ModelSettings | None, name: str = "settings") -> str:
+    """``; settings max_tokens 4,000, temperature 0.2`` for a role's own model settings
+    (the keys the file sets), nothing for none."""
+    return f"; {name} {_settings_text(settings)}" if settings is not None else ""
+
+
+def _settings_text(settings: ModelSettings) -> str:
+    """The keys ``settings`` sets, with their values: ``max_tokens 4,000, timeout 30.0 s``."""
+    given = []
+    for key in settings.KEYS:
+        value = getattr(settings, key)
+        if value is None or (key == "extra" and not value):
+            continue
+        if key == "timeout":
+            given.append(f"timeout {value} s")
+        elif isinstance(value, (tuple, dict)):  # stop_sequences, extra: as JSON writes them
+            given.append(f"{key} {msgspec.json.encode(value).decode()}")
+        else:
+            given.append(f"{key} {value:,}" if isinstance(value, int) else f"{key} {value}")
+    return ", ".join(given) or "none set"
 
 
 def _note(value: object, default: object, written: bool) -> str | None:
