@@ -179,6 +179,8 @@ class TeamWorkerActor(StepActor):
             # spent must reach the parent's ledger with the cancelled report.
             if channel is not None and channel.result is not None:
                 _absorb(progress, channel.result)
+            elif channel is not None and channel.tally is not None:  # the child run failed
+                _spent(progress, channel.tally)
         return self._report(assign, progress, channel)
 
     def _report(
@@ -221,11 +223,7 @@ def _cluster_lost(team: str, error: BaseException) -> ClusterLost:
 
 def _absorb(progress: StepProgress, result: RunResult) -> None:
     """Carry the child run's spend and facts into the step's progress."""
-    progress.usage = result.usage
-    # of it, what the child run charged at the most (its calls cut in flight): an estimate
-    progress.estimated = result.estimated_usage
-    progress.model_calls = result.model_calls
-    progress.tool_calls = result.tool_calls
+    _spent(progress, result)
     progress.last_text = result.answer
     committed = set(result.committed)
     progress.outcomes = [
@@ -234,3 +232,14 @@ def _absorb(progress: StepProgress, result: RunResult) -> None:
         if report.step_id in committed and report.status == "done"
         for outcome in report.tool_outcomes
     ]
+
+
+def _spent(progress: StepProgress, result: RunResult) -> None:
+    """Carry what the child run spent into the step's progress; also of a child run that
+    failed (its planner never gave a valid plan, say), whose calls were made and paid
+    for all the same (``RunChannel.tally``)."""
+    progress.usage = result.usage
+    # of it, what the child run charged at the most (its calls cut in flight): an estimate
+    progress.estimated = result.estimated_usage
+    progress.model_calls = result.model_calls
+    progress.tool_calls = result.tool_calls
