@@ -64,7 +64,7 @@ async def test_approvals_limit_lists_n_and_says_how_many_more(
     code, out, err = await run_cli("approvals", "--journal", journal, "--limit", "2")
     assert code == 0
     assert len(out.splitlines()) == 2
-    assert err == "regiment: 1 more pending request(s) not listed; raise --limit to see them\n"
+    assert err == "regiment: 1 more pending request not listed; raise --limit to see them\n"
     code, out, err = await run_cli("approvals", "--journal", journal, "--limit", "3", "--json")
     assert (code, err) == (0, "")
     assert len([json.loads(line) for line in out.splitlines()]) == 3

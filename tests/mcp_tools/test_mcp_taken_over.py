@@ -34,7 +34,7 @@ async def test_a_run_taken_over_is_an_error_result_saying_it_goes_on_elsewhere(
     results: list[CallToolResult] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        planned.set()  # "plan v1: 1 steps": the run is in the journal, its step works
+        planned.set()  # "plan v1: 1 step": the run is in the journal, its step works
 
     options = ("--journal", journal, "--app-dir", str(tmp_path))
     async with served(*options, team=str(team)) as session:
