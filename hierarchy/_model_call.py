@@ -114,10 +114,14 @@ class ModelCaller:
         """
         if (price := self.price) is not None:
             reply = _priced(reply, price)
-        response = valid_response(reply, self.model)
-        if response.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
-            self._stopped_early(response, request)
-        return response
+        # The usual reply, one ASCII text, has nothing to clean: valid_response's first
+        # test, spelled out here (a call fewer a model call, #22).
+        parts = reply.parts if type(reply) is ModelResponse else ()  # () for a stray value
+        if len(parts) != 1 or type(parts[0]) is not TextPart or not parts[0].text.isascii():
+            reply = valid_response(reply, self.model)
+        if reply.stop_reason in STOPPED_EARLY:  # one look-up for the usual reply
+            self._stopped_early(reply, request)
+        return reply
 
     def failed(self, exc: BaseException) -> None:
         """The model's call raised ``exc``: named with its model, its spent usage priced;
