@@ -136,7 +136,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
-        job = StepJob(assign, sender, headers)  # type: ignore[arg-type]
+        key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
+        job = StepJob(assign, key, sender, headers)  # type: ignore[arg-type]
         self._jobs[job.key] = job
         self._queued.append(job)
         if self._taker:  # a runner handing a report in takes it next (see _steps)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
 import anyio
+import msgspec
 
 from regiment.actors import ActorRef, Wakeup
 from regiment.hierarchy._messages import PAUSING, AssignStep, StepReport
@@ -24,44 +25,25 @@ IDLE_RUNNERS = 128
 HOLD = 0.001
 
 
-class StepJob:
-    """One assigned step, from its arrival to its report."""
+class StepJob(msgspec.Struct, eq=False):  # eq=False: compared and hashed by identity
+    """One assigned step, from its arrival to its report.
 
-    __slots__ = (
-        "abandoned",
-        "assign",
-        "deadline",
-        "ended",
-        "headers",
-        "key",
-        "progress",
-        "reply_to",
-        "report",
-        "scope",
-        "stop",
-        "why",
-    )
+    A struct, so C code makes it (a Python ``__init__`` was a call a step, #22).
+    ``key``: run id, plan version, step id, attempt, what a ``CancelStep`` names."""
 
-    def __init__(
-        self,
-        assign: AssignStep,
-        reply_to: ActorRef[StepReport, object],
-        headers: Mapping[str, str],
-    ) -> None:
-        self.assign = assign
-        # run id, plan version, step id, attempt: what a CancelStep names
-        self.key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
-        self.reply_to = reply_to
-        self.headers = headers
-        self.scope: anyio.CancelScope | None = None  # its runner's, while the step runs
-        self.stop: Literal["planner", "timeout"] | None = None  # who cut it short, if anyone
-        self.deadline = math.inf  # when it times out, once a runner started it
-        self.report: StepReport | None = None  # the report of a step cut short
-        self.progress: StepProgress | None = None  # what it spent, once a runner started it
-        # Made once a running step is cut, set when it ends: its cancel grace waits on it.
-        self.ended: anyio.Event | None = None
-        self.abandoned = False  # its grace ran out first: reported without its runner
-        self.why = ""  # why the planner cut it ("plan v1 is being replaced"), if it did
+    assign: AssignStep
+    key: tuple[str, int, str, int]
+    reply_to: ActorRef[StepReport, object]
+    headers: Mapping[str, str]
+    scope: anyio.CancelScope | None = None  # its runner's, while the step runs
+    stop: Literal["planner", "timeout"] | None = None  # who cut it short, if anyone
+    deadline: float = math.inf  # when it times out, once a runner started it
+    report: StepReport | None = None  # the report of a step cut short
+    progress: StepProgress | None = None  # what it spent, once a runner started it
+    # Made once a running step is cut, set when it ends: its cancel grace waits on it.
+    ended: anyio.Event | None = None
+    abandoned: bool = False  # its grace ran out first: reported without its runner
+    why: str = ""  # why the planner cut it ("plan v1 is being replaced"), if it did
 
     def cut(self, stop: Literal["planner", "timeout"]) -> None:
         """Stop the step: its runner's scope, if it runs (that scope is then spent)."""
