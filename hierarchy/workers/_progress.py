@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 import anyio
+import msgspec
 from msgspec.structs import replace
 
 from regiment.hierarchy._fence import StepFence
@@ -26,12 +27,12 @@ __all__ = ("StepProgress",)
 _NO_USAGE = Usage()  # what a step has spent before its first reply
 
 
-class StepProgress:
+class StepProgress(msgspec.Struct, eq=False):  # eq=False: compared by identity, as before
     """What a step has spent and found so far; kept outside the loop so a step
     that times out or is cancelled still reports what it did.
 
-    A plain class, not a dataclass: one is made per step, and its immutable fields
-    start as class attributes, so making one sets only the two lists (issue #22).
+    A struct, not a dataclass nor a class with an ``__init__``: one is made per step,
+    by C code (a Python ``__init__`` was a call a step, issue #22).
     """
 
     usage: Usage = _NO_USAGE  # frozen: shared, not made once a step
@@ -82,9 +83,8 @@ class StepProgress:
     # once a call of the step waits on the desk; SiblingCalls calls it as a call ends).
     recheck: Callable[[], Awaitable[None]] | None = None
 
-    def __init__(self) -> None:
-        self.outcomes: list[ToolOutcome] = []
-        self.guard_notes: list[GuardNote] = []
+    outcomes: list[ToolOutcome] = msgspec.field(default_factory=list)
+    guard_notes: list[GuardNote] = msgspec.field(default_factory=list)
 
     def fenced(self, version: int) -> bool:
         """Whether its planner has fenced plan version ``version`` (or cut the step):

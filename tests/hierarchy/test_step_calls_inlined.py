@@ -1,5 +1,5 @@
-"""Three Python calls a plan step no longer makes (issue #22, the forty-first round): the
-worker's step is made by C code (``StepJob`` is a struct), the usual model reply (one
+"""Four Python calls a plan step no longer makes (issue #22, the forty-first round): the
+worker's step and its progress are made by C code (``StepJob``, ``StepProgress``: structs), the usual model reply (one
 ASCII text) is not handed to ``valid_response`` to find nothing to clean, and a runner
 reads asyncio's clock (``time.monotonic``) with no ``BaseEventLoop.time`` frame around
 it. Counted exactly by the interpreter's profiler over a warmed-up team's runs; what
@@ -16,7 +16,7 @@ import pytest
 from regiment.errors import ConfigError
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._text import valid_response
-from regiment.hierarchy.workers import _step_jobs
+from regiment.hierarchy.workers import _progress, _step_jobs
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, text_response
 from regiment.telemetry import Telemetry
@@ -41,16 +41,29 @@ def _code_called(code: object, caller: object = None) -> Matches:
     return matches
 
 
-def _made_in_step_jobs(frame: FrameType, event: str, _: object) -> bool:
-    code = frame.f_code
-    return (
-        event == "call" and code.co_filename == _step_jobs.__file__ and code.co_name == "__init__"
-    )
+def _init_in(module: str) -> Matches:
+    def matches(frame: FrameType, event: str, _: object) -> bool:
+        code = frame.f_code
+        return event == "call" and code.co_filename == module and code.co_name == "__init__"
+
+    return matches
 
 
-async def test_a_step_s_job_is_made_with_no_python_call() -> None:
-    # StepJob.__init__ was a Python call a step: 4 in a 4-step run on main.
-    assert await _counted(_made_in_step_jobs, 4) == 0
+async def test_a_step_s_job_and_progress_are_made_with_no_python_call() -> None:
+    # StepJob.__init__ and StepProgress.__init__ were a Python call a step each: 4 and 4
+    # in a 4-step run on main.
+    assert await _counted(_init_in(_step_jobs.__file__), 4) == 0
+    assert await _counted(_init_in(_progress.__file__), 4) == 0
+
+
+def test_each_progress_has_lists_of_its_own_and_is_itself_only() -> None:
+    one, two = _progress.StepProgress(), _progress.StepProgress()
+    one.outcomes.append(object())  # type: ignore[arg-type]
+    assert two.outcomes == []
+    assert two.guard_notes == []
+    assert one.guard_notes is not two.guard_notes
+    assert one != two  # by identity, as the plain class was
+    assert len({one, two}) == 2
 
 
 async def test_a_plain_reply_is_not_handed_to_valid_response() -> None:
@@ -60,8 +73,8 @@ async def test_a_plain_reply_is_not_handed_to_valid_response() -> None:
 
 @_ASYNCIO_ONLY
 async def test_a_runner_reads_asyncio_s_clock_with_no_frame_around_it() -> None:
-    # The runner read BaseEventLoop.time for its HOLD check each step, and once as it
-    # woke from its park: 5 in a 4-step run on main.
+    # The runner read BaseEventLoop.time for its HOLD check each step, and again after
+    # each park or HOLD's turn: 5 to 7 in a 4-step run on main (a turn is timed).
     clock = vars(asyncio.BaseEventLoop)["time"].__code__
     assert await _counted(_code_called(clock, StepActor._steps.__code__), 4) == 0
 
