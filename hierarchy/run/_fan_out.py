@@ -50,7 +50,8 @@ def reserve_fan_out(
 
     Returns the steps to send (each reserved under ``(version, step id, attempt)``, the
     key a ``ReportArrived`` releases), and the budget field that stopped the others."""
-    version, outline, default = versions.version, versions.outline(), team.default_worker
+    version, default = versions.version, team.default_worker
+    outline = versions.outline_made or versions.outline()  # made once a version (#22)
     ways, short_of = max(len(ready), pending), None
     # Each step's context is made as it is sent, up front only to estimate tokens (#22).
     contexts: list[StepContext] | None = None

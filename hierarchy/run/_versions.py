@@ -35,9 +35,10 @@ class PlanVersions:
     # Kept steps whose check rejected their report: step id -> why, told with its output.
     rejected: dict[str, str] = field(default_factory=dict)
     version: int = 0  # the current version's number (0 before the first plan)
-    # The current version's steps by id and its outline, built once per version.
+    # The current version's steps by id, built once per version; and its outline, once
+    # ``outline()`` made it ("" until then: a fan-out reads it with no call, #22).
     _index: dict[str, PlanStep] = field(default_factory=dict)
-    _outline: str = ""
+    outline_made: str = ""
     _open: int = 0  # the current version's steps not yet committed
 
     @property
@@ -51,7 +52,7 @@ class PlanVersions:
         self.plans.append(plan)
         self.version = plan.version
         self._index = {step.id: step for step in plan.steps}
-        self._outline = ""
+        self.outline_made = ""
         self._open = len(self._index.keys() - self.committed.keys())
         return again
 
@@ -115,9 +116,9 @@ class PlanVersions:
 
     def outline(self) -> str:
         """The current plan as prompt lines."""
-        if not self._outline:
-            self._outline = self.plan.outline()
-        return self._outline
+        if not self.outline_made:
+            self.outline_made = self.plan.outline()
+        return self.outline_made
 
     def carried_output(self, step_id: str) -> str:
         """A committed step's result as later steps see it: its facts once the

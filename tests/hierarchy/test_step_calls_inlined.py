@@ -1,9 +1,10 @@
-"""Four Python calls a plan step no longer makes (issue #22, the forty-first round): the
-worker's step and its progress are made by C code (``StepJob``, ``StepProgress``: structs), the usual model reply (one
-ASCII text) is not handed to ``valid_response`` to find nothing to clean, and a runner
-reads asyncio's clock (``time.monotonic``) with no ``BaseEventLoop.time`` frame around
-it. Counted exactly by the interpreter's profiler over a warmed-up team's runs; what
-each cut skips still happens where it matters (the tests below the counts)."""
+"""Five Python calls a plan step no longer makes (issue #22, the forty-first round): the
+worker's step and its progress are made by C code (``StepJob``, ``StepProgress``: structs),
+a fan-out reads the plan's outline made once a version, the usual model reply (one ASCII
+text) is not handed to ``valid_response`` to find nothing to clean, and a runner reads
+asyncio's clock (``time.monotonic``) with no ``BaseEventLoop.time`` frame around it.
+Counted exactly by the interpreter's profiler over a warmed-up team's runs; what each cut
+skips still happens where it matters (the tests below the counts)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 from regiment.errors import ConfigError
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._text import valid_response
+from regiment.hierarchy.run._fan_out import reserve_fan_out
+from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers import _progress, _step_jobs
 from regiment.hierarchy.workers._step_actor import StepActor
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, TextPart, text_response
@@ -64,6 +67,13 @@ def test_each_progress_has_lists_of_its_own_and_is_itself_only() -> None:
     assert one.guard_notes is not two.guard_notes
     assert one != two  # by identity, as the plain class was
     assert len({one, two}) == 2
+
+
+async def test_a_fan_out_reads_the_plan_s_outline_with_no_call() -> None:
+    # PlanVersions.outline() was asked by every fan-out (one a step: 4 in a 4-step run on
+    # main); made once a version, it is read as an attribute after the first.
+    asked = _code_called(PlanVersions.outline.__code__, reserve_fan_out.__code__)
+    assert await _counted(asked, 4) == 1
 
 
 async def test_a_plain_reply_is_not_handed_to_valid_response() -> None:
