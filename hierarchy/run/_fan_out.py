@@ -50,8 +50,7 @@ def reserve_fan_out(
 
     Returns the steps to send (each reserved under ``(version, step id, attempt)``, the
     key a ``ReportArrived`` releases), and the budget field that stopped the others."""
-    version, default = versions.version, team.default_worker
-    outline = versions.outline_made or versions.outline()  # made once a version (#22)
+    version, outline = versions.version, versions.outline_made or versions.outline()  # (#22)
     ways, short_of = max(len(ready), pending), None
     # Each step's context is made as it is sent, up front only to estimate tokens (#22).
     contexts: list[StepContext] | None = None
@@ -63,7 +62,7 @@ def reserve_fan_out(
     shares = _NO_SHARES if free is not None else ledger.split(ways, len(ready))
     sends: list[StepSent] = []
     for index, (step, share) in enumerate(zip(ready, shares, strict=False)):
-        worker, deps = step.worker or default, step.depends_on  # (none: no call, #22)
+        worker, deps = step.worker or team.default_worker, step.depends_on  # (#22)
         key, cap = (version, step.id, 1), caps[worker]
         if free is None or (allowance := free.get(cap)) is None:  # else reserved before
             allowance = ledger.reserve(key, model_calls_cap=cap, keep_model_calls=1, share=share)
