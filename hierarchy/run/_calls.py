@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
+from contextvars import Token
 from typing import assert_never, final
 
 import anyio
@@ -27,7 +28,7 @@ from regiment.hierarchy._clock import RunClock
 from regiment.hierarchy._cut_calls import CutWatch
 from regiment.hierarchy._in_flight import Started, holds_calls
 from regiment.hierarchy._live_events import LiveChannel, live_sink
-from regiment.hierarchy._log_context import log_context
+from regiment.hierarchy._log_context import LOG_MARK
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._nested_afford import Unaffordable, afforded, may_wait
@@ -65,6 +66,7 @@ Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
 # A planner-side call with no guards around it holds no purse for their judges.
 _UNJUDGED: AbstractContextManager[None] = nullcontext()
+Mark = Token[tuple[str, str | None, str | None] | None]  # a call's log mark, to reset
 _Asked = tuple[Purpose, ModelRequest, "SpanFacts", BudgetLedger, Deliver]  # a start()'s
 
 # Whose usage a planner-side call is charged to.
@@ -258,11 +260,12 @@ class PhaseCalls:
         token, scope, replayed, purse, deliver = call
         reply: ModelReplied | None = None  # stays None if superseded (the scope caught it)
         span: Span | None = None
+        # The call's log mark, set and reset by C calls (a log_context is 3 Python calls, #22)
+        mark: Mark | None = LOG_MARK.set((self._run_id, None, self._team.planner.name))
         try:
             # The purse holds the guards' model calls made in this call to the run's budget.
             with (
                 scope,
-                log_context(self._run_id, worker=self._team.planner.name),
                 _UNJUDGED if purse is None else judging_within(purse, self._tape),
                 self._trace.in_run(),
                 phase_span(self._team, self._model_caller(purpose).agent, purpose, facts) as span,
@@ -289,10 +292,14 @@ class PhaseCalls:
                 except Exception as exc:  # any failure of the model ends the run with it
                     self._trace.telemetry.recorder.failure(span, exc)
                     reply = ModelReplied(purpose, token, None, exc, span=span)
+            LOG_MARK.reset(mark)
+            mark = None
             if reply is not None:  # handled here, outside the call's scope and marks, with
                 await deliver(reply)  # its span no longer current but open: the reply's plan
                 # is read meanwhile, and its steps go on the span
         finally:
+            if mark is not None:  # the block raised: its mark goes with it
+                LOG_MARK.reset(mark)
             if self._watch is not None:  # a reply the planner did not take is charged
                 self._watch.dropped()
             if span is not None:

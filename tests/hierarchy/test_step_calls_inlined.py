@@ -2,21 +2,27 @@
 worker's step and its progress are made by C code (``StepJob``, ``StepProgress``: structs),
 a fan-out reads the plan's outline made once a version, the usual model reply (one ASCII
 text) is not handed to ``valid_response`` to find nothing to clean, and a runner reads
-asyncio's clock (``time.monotonic``) with no ``BaseEventLoop.time`` frame around it.
+asyncio's clock (``time.monotonic``) with no ``BaseEventLoop.time`` frame around it;
+and a planner-side model call (two a run) marks its log context with no ``log_context``.
 Counted exactly by the interpreter's profiler over a warmed-up team's runs; what each cut
 skips still happens where it matters (the tests below the counts)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 from types import FrameType
 
 import pytest
 
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, RunError
+from regiment.hierarchy import Planner, RunContextFilter, Team, Worker
+from regiment.hierarchy._log_context import log_context
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._text import valid_response
+from regiment.hierarchy.run._calls import PhaseCalls
 from regiment.hierarchy.run._fan_out import reserve_fan_out
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers import _progress, _step_jobs
@@ -138,3 +144,71 @@ async def test_the_actor_clock_of_a_stock_asyncio_loop_is_time_monotonic() -> No
         assert loop_clock() is own
     finally:
         del loop.time
+
+
+# The planner's model calls: their log mark set and reset by C calls (was a log_context,
+# three Python calls a call); records made in them still carry it, and none after them.
+
+_planner_log = logging.getLogger("regiment.tests.planner_calls")
+
+
+async def _marked_run(fail: bool) -> tuple[str, list[logging.LogRecord], list[logging.LogRecord]]:
+    """A 1-step run whose planner-side calls (the plan, the answer) each log a record;
+    with ``fail``, the answer's call raises. The run's id, the records made in its calls
+    and those the caller made after it."""
+    plan = json.dumps({"steps": [{"id": "s1", "description": "say hi"}]})
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        _planner_log.warning("answering %s", request.role)
+        if request.role == "synthesizer" and fail:
+            raise RuntimeError("the answer's model broke")
+        return text_response(plan if request.role == "planner" else "hi")
+
+    model = ScriptedModel(reply)
+    team = Team(
+        name="marks",
+        planner=Planner(model=model),
+        workers=[Worker(name="w", description="says hi", model=ScriptedModel(["hi"]))],
+    )
+    handler = _Kept()
+    handler.addFilter(RunContextFilter())
+    _planner_log.addHandler(handler)
+    try:
+        async with team.start() as running:
+            if fail:
+                with pytest.raises(RunError, match="synthesis model call failed") as raised:
+                    await running.run("say hi")
+                failed = raised.value.failed
+                run_id = "" if failed is None else failed.run_id
+            else:
+                run_id = (await running.run("say hi")).run_id
+            _planner_log.warning("after the run")
+    finally:
+        _planner_log.removeHandler(handler)
+    return run_id, handler.records[:-1], handler.records[-1:]
+
+
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["answered", "answer-failed"])
+async def test_a_planner_call_s_records_carry_its_mark_and_none_after_it(fail: bool) -> None:
+    run_id, inside, (after,) = await _marked_run(fail)
+    assert [r.getMessage() for r in inside] == ["answering planner", "answering synthesizer"]
+    for record in inside:
+        marks = (record.__dict__["run_id"], record.__dict__["step_id"], record.__dict__["worker"])
+        assert marks == (run_id, None, "planner")
+    assert "run_id" not in after.__dict__  # the caller's own record: the mark was reset
+
+
+async def test_a_planner_call_makes_no_log_context() -> None:
+    # PhaseCalls._call entered a log_context (three Python calls) each call: 2 in a run
+    # (the plan, the answer) on main.
+    made = _code_called(log_context.__init__.__code__, PhaseCalls._call.__code__)
+    assert await _counted(made, 4) == 0
