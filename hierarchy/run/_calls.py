@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import Token
 from typing import assert_never, final
 
 import anyio
@@ -66,7 +65,6 @@ Context = ActorContext[PlannerMessage, None]
 Deliver = Callable[[ModelReplied], Awaitable[None]]  # what a call's reply is handed to
 # A planner-side call with no guards around it holds no purse for their judges.
 _UNJUDGED: AbstractContextManager[None] = nullcontext()
-Mark = Token[tuple[str, str | None, str | None] | None]  # a call's log mark, to reset
 _Asked = tuple[Purpose, ModelRequest, "SpanFacts", BudgetLedger, Deliver]  # a start()'s
 
 # Whose usage a planner-side call is charged to.
@@ -261,7 +259,7 @@ class PhaseCalls:
         reply: ModelReplied | None = None  # stays None if superseded (the scope caught it)
         span: Span | None = None
         # The call's log mark, set and reset by C calls (a log_context is 3 Python calls, #22)
-        mark: Mark | None = LOG_MARK.set((self._run_id, None, self._team.planner.name))
+        mark, marked = LOG_MARK.set((self._run_id, None, self._team.planner.name)), True
         try:
             # The purse holds the guards' model calls made in this call to the run's budget.
             with (
@@ -293,12 +291,12 @@ class PhaseCalls:
                     self._trace.telemetry.recorder.failure(span, exc)
                     reply = ModelReplied(purpose, token, None, exc, span=span)
             LOG_MARK.reset(mark)
-            mark = None
+            marked = False
             if reply is not None:  # handled here, outside the call's scope and marks, with
                 await deliver(reply)  # its span no longer current but open: the reply's plan
                 # is read meanwhile, and its steps go on the span
         finally:
-            if mark is not None:  # the block raised: its mark goes with it
+            if marked:  # the block raised: its mark goes with it
                 LOG_MARK.reset(mark)
             if self._watch is not None:  # a reply the planner did not take is charged
                 self._watch.dropped()
