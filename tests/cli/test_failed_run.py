@@ -30,7 +30,8 @@ async def test_plain_lines_say_why_once_and_name_the_cancelled_sibling(tmp_path:
     assert out == ""
     lines = err.splitlines()
     assert [line for line in lines if "upstream broke; no replans left" in line] == [
-        f"regiment: run failed: {REASON} (budget allows 0)"
+        f"regiment: run failed: {REASON} (budget allows 0; Budget(replans=...) lets the planner"
+        " try again)"
     ]  # the last line: the reason, once
     assert lines[-1].startswith("regiment: run failed:")
     assert any("s2 cancelled (waiter)" in line for line in lines)
