@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, final
 
 import anyio
 
+from regiment._text import counted
 from regiment.errors import ModelError, OutputInvalid
 from regiment.hierarchy._in_flight import charge_cut, most_spent
 from regiment.journal import ModelCallStarted
@@ -277,12 +278,12 @@ class CutWatch:
             total = total + usage
         key = self._call[0]
         _log.info(
-            "%s: the guardrails of %s made %d model call(s) that answered before it was "
-            "cut or its reply dropped; their providers billed them, so the run counts what "
-            "they reported: %d tokens, $%.6f",
+            "%s: the guardrails of %s made %s that answered before it was "
+            "cut or its reply dropped; a provider bills each, so the run counts what "
+            "each reported: %d tokens, $%.6f",
             self._where,
             f"its model call {key}" if key else "its plan or answer check",
-            len(spent),
+            counted(len(spent), "model call"),
             total.total_tokens,
             total.micro_usd / _PER_MILLION,
         )
@@ -321,10 +322,10 @@ def answered_cut(spent: Spent, role: str, responses: Sequence[ModelResponse]) ->
         spent.charge(role, response.usage, model_calls=1)
         total = total + response.usage
     _log.info(
-        "%s: a guard chain judging its call was cut after %d judge call(s) answered; "
-        "their providers billed them, so the run counts what they reported: %d tokens, $%.6f",
+        "%s: a guard chain judging its call was cut after %s answered; "
+        "a provider bills each, so the run counts what each reported: %d tokens, $%.6f",
         role,
-        len(responses),
+        counted(len(responses), "judge call"),
         total.total_tokens,
         total.micro_usd / _PER_MILLION,
     )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol, final
 
 import msgspec
 
+from regiment._text import counted
 from regiment.journal import ModelCallStarted
 from regiment.models import ModelRequest, Usage, effective_settings, estimate_tokens
 
@@ -146,12 +147,13 @@ def charge_unanswered(replay: Replay, spent: Spent, run_id: str) -> None:
         return
     total = _charged(spent, lost)
     _log.warning(
-        "run %s: %d model call(s) were in flight when its process stopped (%s), and "
-        "their providers bill them though no reply was journaled; the run (resumed, or "
+        "run %s: %s %s in flight when its process stopped (%s), and a provider bills "
+        "each call it got though no reply was journaled; the run (resumed, or "
         "cancelled from its journal) counts each at the most it could have spent: "
         "%d tokens (%d input, %d output), $%.6f",
         run_id,
-        len(lost),
+        counted(len(lost), "model call"),
+        "was" if len(lost) == 1 else "were",
         ", ".join(f"{s.call_key} by {s.role!r}" for s in lost),
         total.input_tokens + total.output_tokens,
         total.input_tokens,
@@ -203,11 +205,11 @@ def charge_lost(
         return allowance
     total = _charged(spent, lost)
     _log.warning(
-        "%s: its Ray replica died with %d model call(s) in flight (%s), which their "
-        "providers bill though no reply came back; the run counts each at the most it "
+        "%s: its Ray replica died with %s in flight (%s), which a provider bills "
+        "though no reply came back; the run counts each at the most it "
         "could have spent: %d tokens (%d input, %d output), $%.6f",
         where,
-        len(lost),
+        counted(len(lost), "model call"),
         ", ".join(s.call_key for s in lost),
         total.input_tokens + total.output_tokens,
         total.input_tokens,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regiment._stray import raised, users_failure
+from regiment._text import counted
 from regiment.errors import HookFailed
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
@@ -200,7 +201,7 @@ class Prompts:
         )
         text += self._rejected(self.rejected_answer, committed, before="\n\n", after="")
         if artifacts:
-            text += f"\n\n{len(artifacts)} finished artefact(s) will be appended verbatim after your text; do not repeat them, introduce them."
+            text += f"\n\n{counted(len(artifacts), 'finished artefact')} will be appended verbatim after your text; do not repeat {'it' if len(artifacts) == 1 else 'them'}, introduce {'it' if len(artifacts) == 1 else 'them'}."
         return text
 
     @staticmethod

@@ -330,8 +330,9 @@ def _refuse_foreign_tables(store: _PostgresStore) -> None:
     program's): creating the journal there would fail half-way, or mix the two."""
     names = [name for name in _TABLES if store._execute(f"SELECT to_regclass('{name}')")[0][0]]
     if names:
+        tables = "table" if len(names) == 1 else "tables"
         raise JournalError(
-            f"{store.where} has no regiment journal but has the table(s) "
+            f"{store.where} has no regiment journal but has the {tables} "
             f"{', '.join(names)} of another program, so no journal can be made there; "
             "it was left untouched: point the journal at another database, or at another "
             "schema of this one (?options=-csearch_path%3Dmyschema in the URL)"

@@ -147,11 +147,12 @@ class RecordMarks:
         newer = {kind: version for kind, version in marks.items() if kind not in KNOWN_KINDS}
         if newer:
             _log.warning(
-                "journal %s holds records of kind(s) %s, which this regiment (%s) does not "
+                "journal %s holds records of %s %s, which this regiment (%s) does not "
                 "know: a newer regiment wrote them. Runs that hold them are listed and shown "
                 "without them (a note says so), and a resume of one is refused (NewerRecord); "
                 "upgrade regiment (to the version named, or later) to resume them.",
                 where,
+                "kind" if len(newer) == 1 else "kinds",
                 ", ".join(
                     f"{kind!r} (written by regiment {v})" for kind, v in sorted(newer.items())
                 ),

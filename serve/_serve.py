@@ -17,6 +17,7 @@ import anyio
 
 from regiment._logging import SDK_LOGGERS, ContextFormatter, level_for, logging_to
 from regiment._signals import EXIT_INTERRUPTED, watch_signals
+from regiment._text import counted
 from regiment.errors import ConfigError
 from regiment.hierarchy import Team
 from regiment.journal import Journal, open_journal
@@ -289,7 +290,7 @@ def _stopping_server(
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             stopped = stop_runs()
             if stopped:
-                log.info("stopping: %d live run(s) cancelled", stopped)
+                log.info("stopping: %s cancelled", counted(stopped, "live run"))
             await super().shutdown(sockets)
 
     return Server(config)

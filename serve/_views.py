@@ -93,7 +93,7 @@ def _rejections(events: Sequence[Event]) -> dict[str, str]:
 
 def _answer(record: RunRecord, result: RunResult, root: str) -> str:
     """The run's answer; for a paused run listed ``stalled`` (the journal lists one with
-    a request still pending ``paused``), what it waits for now: not "N approval(s)
+    a request still pending ``paused``), what it waits for now: not "N approvals
     pending", as it said when it paused, but a resume."""
     if result.status != "paused" or record.status != "stalled":
         return result.answer

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from regiment._text import clipped, visible
+from regiment._text import clipped, counted, visible
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream
@@ -162,11 +162,12 @@ class ServerLogs:
         where = f" during tool {tools}" if call else ""
         log = (
             logging.WARNING,
-            "MCP server %r sent %d log message(s)%s that were not logged: at most %d a "
+            "MCP server %r sent %s%s that %s not logged: at most %d a "
             "minute are (a server that logs this much should log less, or to its own file)",
             self._server,
-            count,
+            counted(count, "log message"),
             where,
+            "was" if count == 1 else "were",
             LIMIT,
         )
         if call is None:

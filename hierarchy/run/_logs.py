@@ -69,12 +69,16 @@ def compressor_left_out(run_id: str, steps: list[str], unread: str | None) -> No
     it held no facts object at all): they are carried uncompressed (WARNING)."""
     why = "gave no facts for" if unread is None else "held no JSON facts object for"
     shown = "" if unread is None else f" ({clipped(unread, 200)!r})"
+    one = len(steps) == 1
     _log.warning(
-        "the compressor's reply %s step(s) %s%s, so they are carried with their own output, "
+        "the compressor's reply %s %s %s%s, so %s carried with %s own output, "
         'uncompressed (its prompt asks for JSON with a "facts" entry per step id)',
         why,
+        "step" if one else "steps",
         ", ".join(steps),
         shown,
+        "it is" if one else "they are",
+        "its" if one else "their",
         extra=_where(run_id),
     )
 

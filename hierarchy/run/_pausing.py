@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Collection
 from typing import assert_never
 
+from regiment._text import counted
 from regiment.actors import ActorContext
 from regiment.hierarchy._approvals import (
     ApprovalDesk,
@@ -210,9 +211,9 @@ class PausesForApprovals:
         if isinstance(ending, EndPaused):
             pending = len(self._book.approvals.pending)
             if not pending:  # a nested run: its calls' requests are the top run's
-                self._finish("paused: the run it serves waits for approval(s)", "paused")
+                self._finish("paused: the run it serves waits for approval", "paused")
             else:
-                self._finish(f"paused: {pending} approval(s) pending", "paused")
+                self._finish(f"paused: {counted(pending, 'approval')} pending", "paused")
             return
         book, guards = self._book, self._guards
         if not guards.answer:

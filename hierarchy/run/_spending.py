@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import final
 
+from regiment._text import counted
 from regiment.hierarchy._budget import BudgetLedger
 from regiment.hierarchy._messages import BudgetLimit
 from regiment.models import Usage
@@ -32,10 +33,12 @@ class Spending:
         return bool(refused) and limit is not None and self.ledger.spent.tool_calls >= limit
 
     def refusals(self) -> str:
-        limit = self.ledger.budget.tool_calls
+        limit, refused = self.ledger.budget.tool_calls or 0, self.refused_tool_calls
+        were = "was" if refused == 1 else "were"
+        are = "is" if limit == 1 else "are"
         return (
-            f"{self.refused_tool_calls} tool call(s) were refused "
-            f"and the run's {limit} tool calls are all spent"
+            f"{counted(refused, 'tool call')} {were} refused "
+            f"and the run's {counted(limit, 'tool call')} {are} all spent"
         )
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from regiment._text import counted
 from regiment.errors import ClusterLost, LeaseLost, StepFailed
 from regiment.hierarchy._messages import StepReport
 from regiment.hierarchy._result import RunResult
@@ -36,7 +37,7 @@ CLUSTER_LOST = f"{ClusterLost.__module__}.{ClusterLost.__qualname__}"  # a repor
 
 def share_refused(run_id: str, report: StepReport) -> BudgetExhausted:
     detail = (
-        f"step {report.step_id}: {report.refused_tool_calls} tool call(s) refused, "
+        f"step {report.step_id}: {counted(report.refused_tool_calls, 'tool call')} refused, "
         "its share of the tool-call budget was used up"
     )
     return BudgetExhausted(run_id=run_id, limit="tool_calls", detail=detail, step_id=report.step_id)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, final
 import msgspec
 
 from regiment._stray import raise_stray
-from regiment._text import json_shown
+from regiment._text import counted, json_shown
 from regiment.errors import ConfigError, ModelError, ModelRefused, OutputInvalid, RunError
 from regiment.hierarchy._result import RunResult, with_output
 from regiment.hierarchy.guard._roles import Caller
@@ -204,7 +204,7 @@ def _invalid(shape: AnswerShape, attempts: int, detail: str, spent: Usage) -> Ou
     """No answer validated in ``attempts`` asks, which spent ``spent``."""
     return OutputInvalid(
         f"the synthesizer's answer did not validate against {shape.name} in "
-        f"{attempts} attempt(s); last error: {detail}. Make the model easier to "
+        f"{counted(attempts, 'attempt')}; last error: {detail}. Make the model easier to "
         "fill (fewer required fields, plainer types), raise Team(output_retries=...), "
         "or use a stronger synthesizer model",
         output_type=shape.name,

@@ -35,6 +35,7 @@ from typing import Any, final
 import anyio
 
 from regiment._log_records import LOGGER_NAME
+from regiment._text import counted
 from regiment.hierarchy._messages import AssignStep
 from regiment.hierarchy.workers._ray_channel import ReplicaChannel
 from regiment.hierarchy.workers._ray_replica import when_back
@@ -140,7 +141,9 @@ class ReplicaLogHandler(logging.Handler):
             self._dropped = 0
             self._told = False
         if dropped:
-            said = f"{dropped} earlier log record(s) of this Ray replica were dropped (kept {KEPT})"
+            were = "was" if dropped == 1 else "were"
+            said = f"{counted(dropped, 'earlier log record')} of this Ray replica {were} "
+            said += f"dropped (kept {KEPT})"
             taken.insert(
                 0,
                 LogRecorded(

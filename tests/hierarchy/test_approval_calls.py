@@ -225,7 +225,7 @@ async def test_a_request_whose_step_a_replan_cut_is_withdrawn(tmp_path: Path) ->
         assert (stale.plan_version, fresh.plan_version) == (1, 2)
         # Only the request that can still run is pending, here and in the journal.
         assert [r.request_id for r in paused.pending_approvals] == [fresh.request_id]
-        assert paused.answer == "paused: 1 approval(s) pending"
+        assert paused.answer == "paused: 1 approval pending"
         listed = await running.pending_approvals(paused.run_id)
         assert [r.request_id for r in listed] == [fresh.request_id]
         (withdrawn,) = (e for e in seen if isinstance(e, ApprovalResolved))
@@ -287,7 +287,7 @@ async def test_a_request_whose_nested_step_the_nested_replan_cut_is_withdrawn_at
         assert (withdrawn.request_id, withdrawn.decision) == (stale.request_id, "deny")
         assert withdrawn.reason.startswith("withdrawn: step c1 of plan v1 of team 'shop'")
         assert [r.request_id for r in paused.pending_approvals] == [fresh.request_id]
-        assert paused.answer == "paused: 1 approval(s) pending"
+        assert paused.answer == "paused: 1 approval pending"
         journal = await open_journal(journal_path)  # as another process reads it
         try:
             journaled = await journal.pending_approvals(paused.run_id)

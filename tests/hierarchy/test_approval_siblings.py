@@ -100,7 +100,7 @@ async def test_every_call_of_a_reply_that_asks_is_pending_when_the_run_pauses(
             paused = await running.run("refund orders 1 and 2")
         # Both asked at once: one pause lists both, so one round of decisions settles them.
         assert sorted(str(r.arguments["order"]) for r in paused.pending_approvals) == ["1", "2"]
-        assert paused.answer == "paused: 2 approval(s) pending"
+        assert paused.answer == "paused: 2 approvals pending"
         for request in paused.pending_approvals:
             await running.approve(request.request_id, Approve())
         with anyio.fail_after(10):

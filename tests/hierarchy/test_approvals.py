@@ -76,7 +76,7 @@ async def test_a_call_needing_approval_pauses_the_run_when_nothing_else_can_go_o
     async with team.start() as running:
         result = await running.run("refund order 88213")
         assert result.status == "paused"
-        assert result.answer == "paused: 1 approval(s) pending"
+        assert result.answer == "paused: 1 approval pending"
         (request,) = result.pending_approvals
         assert request.request_id.startswith("apr-")
         assert request.run_id == result.run_id

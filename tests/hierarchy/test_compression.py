@@ -180,7 +180,7 @@ async def test_a_step_the_compressor_leaves_out_keeps_all_of_its_output(
     assert result.memory is not None
     assert "reading=20" in result.memory.facts["s2"]
     assert result.answer == "total 42"
-    assert "gave no facts for step(s) s2, so they are carried with their own output" in caplog.text
+    assert "gave no facts for step s2, so it is carried with its own output" in caplog.text
 
 
 async def test_facts_given_as_json_data_are_kept(caplog: pytest.LogCaptureFixture) -> None:
@@ -212,7 +212,7 @@ async def test_a_compressor_reply_that_does_not_parse_is_logged(
     # It said "did not parse (...); so step(s) s1, s2, s3: they are carried ...", also
     # for a reply that parsed as JSON but held no facts object.
     assert (
-        "the compressor's reply held no JSON facts object for step(s) s1, s2, s3 "
+        "the compressor's reply held no JSON facts object for steps s1, s2, s3 "
         "('Sure! The readings are all in order.'), so they are carried with their own output"
     ) in caplog.text
 

@@ -77,7 +77,7 @@ async def test_a_steps_cut_chain_charges_its_answered_judge(
     caplog.set_level(logging.INFO, logger="regiment.run")
     result, said = await _cut_on_second_judge("step")
     assert result.model_calls == 4  # the plan, the step's reply, both judge calls
-    (line,) = [r.getMessage() for r in caplog.records if "judge call(s) answered" in r.getMessage()]
+    (line,) = [r.getMessage() for r in caplog.records if "1 judge call answered" in r.getMessage()]
     assert line.startswith("w: ")
     estimated = result.estimated_usage
     assert estimated.output_tokens == MAX_TOKENS  # only the cut one is an estimate

@@ -99,4 +99,4 @@ async def test_no_rejection_no_line() -> None:
 def test_the_default_synthesis_request_places_the_line_before_the_artefacts() -> None:
     committed = "- s1 (probe) [rejected by its check 'fails': no]: 42"
     text = Prompts().synthesis_request(goal="g", committed=committed, artifacts=["a"])
-    assert text.index(ANSWER_LINE) < text.index("finished artefact(s)")
+    assert text.index(ANSWER_LINE) < text.index("1 finished artefact will be appended")

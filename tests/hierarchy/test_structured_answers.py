@@ -155,7 +155,7 @@ async def test_an_answer_that_never_validates_fails_the_run_after_the_bound() ->
     assert error.output_type == f"{__name__}.Refund"
     assert "amount" in error.detail
     message = str(error)
-    assert f"did not validate against {__name__}.Refund in 2 attempt(s)" in message
+    assert f"did not validate against {__name__}.Refund in 2 attempts" in message
     assert "Field required" in message
     assert "output_retries" in message
 

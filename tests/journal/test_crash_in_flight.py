@@ -118,7 +118,7 @@ async def test_a_call_in_flight_at_a_crash_is_counted_and_the_budget_holds(
     finished = [r for r in records if isinstance(r, ModelCallFinished) and r.call_key == key]
     assert len(finished) == 1
     assert resumed.usage_by_role[role].micro_usd >= starts[0].most.micro_usd
-    assert f"run {run_id}: 1 model call(s) were in flight" in caplog.text
+    assert f"run {run_id}: 1 model call was in flight" in caplog.text
     assert f"{key} by '{role}'" in caplog.text
 
 
@@ -221,4 +221,4 @@ async def test_a_nested_runs_call_in_flight_is_counted_against_the_run_above(
     starts = [r for r in records if isinstance(r, ModelCallStarted) and r.call_key == key]
     assert lost <= starts[0].most.micro_usd
     inner = nested_run_id(run_id, 1, "s1")
-    assert f"run {inner}: 1 model call(s) were in flight" in caplog.text
+    assert f"run {inner}: 1 model call was in flight" in caplog.text

@@ -62,7 +62,7 @@ async def test_a_call_in_flight_at_a_crash_counts_against_model_calls(
     key = f"step/1/s1/{SLOW_CALL}"
     starts = [r for r in records if isinstance(r, ModelCallStarted) and r.call_key == key]
     assert [s.role for s in starts] == ["w", "w"]  # before the crash, and sent again
-    assert f"run {run_id}: 1 model call(s) were in flight" in caplog.text
+    assert f"run {run_id}: 1 model call was in flight" in caplog.text
     assert f"{key} by 'w'" in caplog.text
 
 
@@ -95,4 +95,4 @@ async def test_a_nested_runs_call_in_flight_counts_against_the_run_aboves_model_
     key = f"step/1/s1/{SLOW_CALL}"
     starts = [r for r in records if isinstance(r, ModelCallStarted) and r.call_key == key]
     assert [s.role for s in starts] == ["w", "w"]  # before the crash, and sent again
-    assert f"run {inner}: 1 model call(s) were in flight" in caplog.text
+    assert f"run {inner}: 1 model call was in flight" in caplog.text

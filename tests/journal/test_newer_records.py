@@ -165,7 +165,7 @@ async def test_opening_a_journal_holding_a_newer_kind_says_so(
         journal = await open_journal(location, clock=clock, read_only=read_only)
     try:
         (warned,) = [r.getMessage() for r in caplog.records if "newer regiment" in r.getMessage()]
-        assert f"holds records of kind(s) {KIND!r} (written by regiment {NEWER})" in warned
+        assert f"holds records of kind {KIND!r} (written by regiment {NEWER})" in warned
         assert f"which this regiment ({__version__}) does not know" in warned
         assert "a resume of one is refused (NewerRecord)" in warned
         assert "upgrade regiment (to the version named, or later)" in warned
@@ -185,7 +185,7 @@ async def test_regiment_runs_notes_the_newer_kinds_the_journal_holds(
     listed, note = out.splitlines()
     assert listed.startswith(f"{run_id}  stalled  ")
     assert note.startswith("note: journal ")
-    assert f"holds records of kind(s) {KIND!r} (written by regiment {NEWER})" in note
+    assert f"holds records of kind {KIND!r} (written by regiment {NEWER})" in note
     code, out, err = await run_cli("runs", "--json", "--journal", location)
     assert (code, err) == (0, "")
     assert [json.loads(line)["run_id"] for line in out.splitlines()] == [run_id]  # runs only

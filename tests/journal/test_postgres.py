@@ -47,7 +47,7 @@ async def test_a_database_with_another_programs_journal_runs_table_is_refused_un
         conn.execute(b"CREATE TABLE journal_runs (ticket TEXT)")
     with pytest.raises(JournalError) as caught:
         await open_journal(postgres_url)
-    assert "has no regiment journal but has the table(s) journal_runs of another program" in (
+    assert "has no regiment journal but has the table journal_runs of another program" in (
         str(caught.value)
     )
     assert "it was left untouched: point the journal at another database" in str(caught.value)

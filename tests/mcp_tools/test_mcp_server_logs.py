@@ -128,7 +128,7 @@ async def test_a_flood_is_bounded_and_what_was_dropped_is_said(
     ]
     assert messages[99] == "MCP server 'chat' during tool chatty: tick 99"
     assert messages[100] == (
-        "MCP server 'chat' sent 150 log message(s) during tool chatty that were not logged: "
+        "MCP server 'chat' sent 150 log messages during tool chatty that were not logged: "
         "at most 100 a minute are (a server that logs this much should log less, or to its "
         "own file)"
     )

@@ -22,7 +22,7 @@ __all__ = ("kept", "server")  # (fixtures)
 
 FLOODING = [sys.executable, str(Path(__file__).with_name("hand_server.py")), "flooding", "250"]
 DROPPED = (
-    "MCP server {name!r} sent 150 log message(s) that were not logged: at most 100 a minute "
+    "MCP server {name!r} sent 150 log messages that were not logged: at most 100 a minute "
     "are (a server that logs this much should log less, or to its own file)"
 )
 

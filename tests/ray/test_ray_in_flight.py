@@ -97,5 +97,5 @@ async def test_a_replicas_call_in_flight_at_a_crash_is_charged_at_its_most_on_re
     # at the most it could have cost: what a provider may have billed, counted.
     assert resumed.usage_by_role["w"].micro_usd == 3 * answered + most
     assert resumed.usage.micro_usd <= USD * 1e6
-    assert f"run {run_id}: 1 model call(s) were in flight" in caplog.text
+    assert f"run {run_id}: 1 model call was in flight" in caplog.text
     assert f"{KEY} by 'w'" in caplog.text

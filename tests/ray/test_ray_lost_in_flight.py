@@ -63,7 +63,7 @@ async def test_a_call_in_flight_on_a_lost_replica_is_charged_at_its_most(
     assert result.usage.micro_usd <= USD * 1_000_000
     # the worker's three (the lost one counted), the planner's plan and its synthesis
     assert result.model_calls == 3 + 2, result.events
-    (warned,) = [r for r in caplog.records if "model call(s) in flight" in r.getMessage()]
+    (warned,) = [r for r in caplog.records if "died with 1 model call in flight" in r.getMessage()]
     said = warned.getMessage()
     assert "worker 'w', step s1" in said
     assert "(step/1/s1/2)" in said

@@ -209,7 +209,7 @@ async def test_a_paused_run_whose_requests_are_decided_says_it_waits_for_a_resum
             if not restart:
                 done = (await c.post("/runs?wait=true", json={"goal": "a refund"})).json()
                 run_id = done["run_id"]
-                assert done["answer"] == "paused: 1 approval(s) pending"
+                assert done["answer"] == "paused: 1 approval pending"
                 (asked,) = (await c.get("/approvals")).json()["approvals"]
                 decided = await c.post(
                     f"/approvals/{asked['request_id']}", json={"decision": "approve"}

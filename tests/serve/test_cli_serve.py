@@ -121,7 +121,7 @@ async def test_stopping_the_server_answers_a_waiting_post_with_its_cancelled_run
                 done = await c.post("/runs?wait=true", json={"goal": SCAN}, timeout=None)
     assert (done.status_code, done.json()["status"]) == (200, "cancelled")
     assert stuck.cancelled.is_set()
-    assert "regiment.serve: stopping: 1 live run(s) cancelled" in err.getvalue()
+    assert "regiment.serve: stopping: 1 live run cancelled" in err.getvalue()
 
 
 async def test_serve_with_trace_jaeger_exports_each_runs_trace(

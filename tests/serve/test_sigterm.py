@@ -52,7 +52,7 @@ def test_a_signal_cancels_the_live_runs_and_the_journal_says_so(
         served.child.send_signal(signum)
         exit_code, said = served.rest()
     assert exit_code == code, said
-    assert "stopping: 1 live run(s) cancelled" in said
+    assert "stopping: 1 live run cancelled" in said
     assert "Finished server process" in said  # the app's shutdown ran to its end
     assert "Traceback" not in said
     if program == EMBEDDED:
