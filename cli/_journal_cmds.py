@@ -147,7 +147,9 @@ def add_journal_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
     runs.add_argument("--limit", metavar="N", type=limit_count, help="only the N newest runs")
     add_journal_option(runs)
-    show = commands.add_parser("show", help="one run: plan versions, steps, answer, usage")
+    show = commands.add_parser(
+        "show", help="one run: plan versions, steps, answer, usage, model and tool calls"
+    )
     show.add_argument("run_id", metavar="RUN_ID", help="as `regiment runs` lists it")
     show.add_argument("--json", action="store_true", help="one JSON object")
     add_journal_option(show)

@@ -1,6 +1,7 @@
 """``regiment show RUN_ID``: a run as its journal records it (plan versions, steps with their
-status, output and unfinished tool calls, answer, usage), as text or one JSON object; what
-an ended run cut gets its end from the run's closing event (``_show_ends``)."""
+status, output and unfinished tool calls, answer, usage, model and tool calls), as text or
+one JSON object; what an ended run cut gets its end from the run's closing event
+(``_show_ends``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import TextIO
 
 import msgspec
 
-from regiment._text import visible
+from regiment._text import counted, visible
 from regiment.cli._journal_cmds import (
     NewerNotes,
     journal_exists,
@@ -54,8 +55,8 @@ async def show_command(
     flag: str = "",
     source: str = "--journal",
 ) -> int:
-    """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage
-    (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``;
+    """``regiment show RUN_ID``: plan versions, steps with status and output, answer, usage,
+    model and tool calls (``flag``: what a command it suggests adds to read ``spec``, `` --journal J``;
     ``source``: where ``spec`` came from, as ``journal_source`` says)."""
     if not journal_exists(spec):
         raise ConfigError(f"no journal at {spec}, so no run {said(args.run_id)}")
@@ -90,7 +91,7 @@ async def show_command(
 def _shown(info: RunInfo, records: Sequence[Record], notes: list[str]) -> dict[str, object]:
     plans: list[object] = []
     steps: list[dict[str, object]] = []
-    answer, usage, error, paused = None, None, None, False
+    answer, error, paused = None, None, False
     team_file: str | None = None
     app_dir: str | None = None
     sent: dict[tuple[int, str], str] = {}  # dispatched steps with no report yet: their worker
@@ -120,12 +121,10 @@ def _shown(info: RunInfo, records: Sequence[Record], notes: list[str]) -> dict[s
                 asked[approval_id] = record
             case ApprovalDecided(approval_id=approval_id):
                 asked.pop(approval_id, None)
-            case EventRecorded(event={"type": "RunFailed", "usage": spent}):
-                usage = spent  # what a failed run spent (its RunFinished has no result)
             case EventRecorded(event={"type": "RunCompleted", "result": {"status": status}}):
                 paused = status == "paused"  # its last stop; a resume goes on after it
-            case RunFinished(answer=text, error=failure, result=result):
-                answer, error, usage = text, failure, result.get("usage", usage)
+            case RunFinished(answer=text, error=failure):
+                answer, error = text, failure
             case RunCreated() | _:
                 pass
     steps = _with_unfinished_calls([*steps, *_in_flight(sent, asked.values())], records)
@@ -143,31 +142,38 @@ def _shown(info: RunInfo, records: Sequence[Record], notes: list[str]) -> dict[s
         "steps": steps,
         "answer": answer,
         "error": error,
-        "usage": usage,
-        "estimated_usage": _estimated(records),
+        **_spent(records),
         "paused": paused,
     }
 
 
-def _estimated(records: Sequence[Record]) -> object:
-    """The part of the run's usage charged as an estimate (calls cut in flight, see
-    ``RunResult.estimated_usage``), from its last end; ``None`` if no part is."""
-    part: object = None
+def _spent(records: Sequence[Record]) -> dict[str, object]:
+    """What the run spent, as its last end counted it (a resumed run's: the whole run's):
+    ``usage``, ``estimated_usage`` (the part charged as an estimate, calls cut in flight,
+    see ``RunResult.estimated_usage``; ``None`` if no part is), ``model_calls`` and
+    ``tool_calls``. An end is a ``RunCompleted`` (a pause's too: what it spent so far), a
+    ``RunFailed`` (a failed run's ``RunFinished`` has no result) or a ``RunFinished``'s
+    result; with none (running, or its process died first), each is ``None``."""
+    end: Mapping[str, object] | None = None
     for record in records:
         match record:
-            case EventRecorded(event={"type": "RunFailed", "estimated_usage": spent}):
-                part = spent
-            case EventRecorded(
-                event={"type": "RunCompleted", "result": {"estimated_usage": spent}}
-            ):
-                part = spent
-            case RunFinished(result=result):
-                part = result.get("estimated_usage", part)
+            case EventRecorded(event={"type": "RunFailed"} as failed):
+                end = failed
+            case EventRecorded(event={"type": "RunCompleted", "result": dict() as result}):
+                end = result
+            case RunFinished(result=result) if result:
+                end = result
             case _:
                 pass
-    if not isinstance(part, dict) or not any(part.values()):
-        return None
-    return part
+    if end is None:
+        return dict.fromkeys(("usage", "estimated_usage", "model_calls", "tool_calls"))
+    part = end.get("estimated_usage")
+    return {
+        "usage": end.get("usage"),
+        "estimated_usage": part if isinstance(part, dict) and any(part.values()) else None,
+        "model_calls": end.get("model_calls"),
+        "tool_calls": end.get("tool_calls"),
+    }
 
 
 def _with_unfinished_calls(
@@ -272,6 +278,9 @@ def _print_shown(shown: dict[str, object], stdout: TextIO, flag: str) -> None:
         print(f"answer: {shown['answer'] or '(empty)'}", file=stdout)
     if shown["error"]:
         print(f"error: {shown['error']}", file=stdout)
+    calls, tools = shown["model_calls"], shown["tool_calls"]
+    if isinstance(calls, int) and isinstance(tools, int):  # as its last end counted them
+        print(f"calls: {counted(calls, 'model call')}, {counted(tools, 'tool call')}", file=stdout)
     if shown["usage"] is not None:
         print(f"usage: {msgspec.json.encode(shown['usage']).decode()}", file=stdout)
     if shown["estimated_usage"] is not None:  # calls cut in flight, charged at their most
