@@ -159,8 +159,8 @@ def _spent(records: Sequence[Record]) -> dict[str, object]:
         match record:
             case EventRecorded(event={"type": "RunFailed"} as failed):
                 end = failed
-            case EventRecorded(event={"type": "RunCompleted", "result": dict() as result}):
-                end = result
+            case EventRecorded(event={"type": "RunCompleted", "result": dict() as completed}):
+                end = completed
             case RunFinished(result=result) if result:
                 end = result
             case _:
