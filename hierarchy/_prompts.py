@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from regiment._stray import raised, users_failure
@@ -18,7 +18,8 @@ from regiment.errors import HookFailed
 from regiment.hierarchy._messages import StepContext
 from regiment.hierarchy.plan._plan import Plan, PlanStep
 
-__all__ = ("HookFailed", "Prompts", "with_rejected")  # HookFailed: regiment.errors's, re-exported
+# HookFailed: regiment.errors's, re-exported
+__all__ = ("CALLS_MADE", "HookFailed", "Prompts", "with_rejected")
 
 _PLANNER = """\
 Break the goal into steps for the workers below. Steps that do not depend on each
@@ -46,6 +47,13 @@ _NOT_A_RESULT = (
     "A step marked rejected by its check did not hold: its output is evidence, "
     "not a result; do not give it as one."
 )
+# What a replan or round is told before the tool calls the steps that did not hold made.
+CALLS_MADE = (
+    "Tool calls already made by steps whose result did not hold (listed below) took "
+    "effect and stay done: do not plan them again unless they must run again, as a step "
+    "listed again makes its calls anew (under new idempotency keys where a tool declares "
+    "no key of its own)."
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,6 +70,11 @@ class Prompts:
             result). A ``replan_request``, ``round_request`` or ``synthesis_request``
             of yours that leaves its line out gets it appended (place it yourself with
             ``self.rejected_replan`` / ``self.rejected_answer``; ``""``: none).
+        calls_made: the line a replan's or round's request ends with when steps whose
+            result did not hold (of the version it replaces, one that failed; one its
+            check rejected, kept) made tool calls: a line per such step follows it,
+            naming each call's tool, how it ended and its declared idempotency key.
+            Appended whatever your request hooks write (``""``: none of it).
     """
 
     planner: str = _PLANNER
@@ -69,6 +82,9 @@ class Prompts:
     synthesizer: str = _SYNTHESIZER
     rejected_replan: str = _RETRY
     rejected_answer: str = _NOT_A_RESULT
+    # Not in the repr: a run's config hash has it only when set (so runs journaled before
+    # it was added resume under a team that leaves it as it is; see _config_hash).
+    calls_made: str = field(default=CALLS_MADE, repr=False)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Not super(): @dataclass(slots=True) made a new class, which the cell does not name.

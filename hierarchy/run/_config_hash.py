@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from regiment.hierarchy._prompts import CALLS_MADE
 from regiment.hierarchy.guard._types import GuardLike, Guardrail
 from regiment.hierarchy.workers._team_worker import TeamWorker
 from regiment.hierarchy.workers._worker import Worker
@@ -54,6 +55,8 @@ def _config_parts(team: Team) -> list[str]:
         _compression(team.compression),
         _guards(team.guardrails),
     ]
+    if planner.prompts.calls_made != CALLS_MADE:  # (left out of the prompts' repr)
+        parts.append(f"calls_made {planner.prompts.calls_made!r}")
     if team.output_type is not None:  # a structured answer: its schema and its bound
         shape = team.output_shape()
         parts.append(f"output {msgspec.json.encode(shape.tool).decode()} x{shape.attempts}")

@@ -20,6 +20,7 @@ from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import PlanAdopted
+from regiment.hierarchy.run._made_calls import not_held, with_made_calls
 from regiment.hierarchy.run._messages import Purpose
 from regiment.hierarchy.run._phase import (
     AfterCompress,
@@ -180,7 +181,7 @@ class Prompting:
             next_id=versions.next_step_number(),
         )
         text = with_rejected(text, prompts.rejected_replan, committed)
-        return self.tail("round", book, text, reason)
+        return self.tail("round", book, _with_calls(text, prompts.calls_made, versions), reason)
 
     def tail(self, kind: PlanKind, book: RunBook, text: str, reason: str) -> Call:
         session = self.tail_session(book.versions, text)
@@ -242,7 +243,8 @@ class Prompting:
             reason=reason,
             next_id=versions.next_step_number(),
         )
-        return with_rejected(text, prompts.rejected_replan, committed)
+        text = with_rejected(text, prompts.rejected_replan, committed)
+        return _with_calls(text, prompts.calls_made, versions)
 
     def _synthesis(self, book: RunBook) -> ModelRequest:
         prompts, committed = self._prompts, book.versions.committed_text()
@@ -251,3 +253,11 @@ class Prompting:
         )
         text = with_rejected(text, prompts.rejected_answer, committed)
         return ModelRequest(system=self._team.synthesizer_system, messages=(Message.user(text),))
+
+
+def _with_calls(text: str, line: str, versions: PlanVersions) -> str:
+    """``text`` with the tool calls of the steps whose result did not hold listed after
+    ``line`` (see :mod:`regiment.hierarchy.run._made_calls`), if any made some."""
+    if not line:
+        return text
+    return with_made_calls(text, line, not_held(versions), versions.rejected)

@@ -1,0 +1,85 @@
+"""What a replan is told of the tool calls already made by steps whose result did not hold.
+
+A step its check rejected, or one that failed, may have acted: a refund issued, a
+mail sent. The replan that replaces its version starts a new conversation with the
+planner's model, which saw none of those calls; a step it lists again makes its calls
+anew, under new idempotency keys where its tool declares none. So the replan's (and a
+round's) request lists them: per step, each call's tool, how it ended and its declared
+key, at most ``CALLS_LISTED`` of them (the rest counted). Never the arguments or the
+results: the step's own conversation had those, and the committed lines carry its output.
+
+Built only when the planner asks for a new tail, never on a step's way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+
+from regiment._text import counted, shown
+from regiment.hierarchy._messages import StepReport, ToolOutcome
+from regiment.hierarchy.run._versions import PlanVersions
+from regiment.hierarchy.workers._outcomes import CUT
+
+__all__ = ("CALLS_LISTED", "not_held", "with_made_calls")
+
+CALLS_LISTED = 5
+"""The calls of one step a request lists; more are counted (``and 3 more calls``)."""
+
+# How a step that did not hold ended, as its line says (a failed one: its status).
+_ENDED = {
+    "timed_out": "timed out",
+    "iteration_limit": "stopped at its iteration limit",
+    "budget_exhausted": "stopped at its budget share",
+}
+
+
+def not_held(versions: PlanVersions) -> list[StepReport]:
+    """The reports, in arrival order, that made tool calls of the steps whose result
+    did not hold: the current version's that failed (timed out, were cancelled) and the
+    kept evidence of every step its check rejected."""
+    version, rejected, committed = versions.version, versions.rejected, versions.committed
+    return [
+        r
+        for r in versions.reports
+        if r.tool_outcomes
+        and (
+            (r.plan_version == version and r.status != "done")
+            or (r.step_id in rejected and committed.get(r.step_id) is r)
+        )
+    ]
+
+
+def with_made_calls(
+    text: str, line: str, reports: Sequence[StepReport], rejected: Container[str]
+) -> str:
+    """``text`` with ``line`` (``Prompts.calls_made``) and a line per report of
+    ``reports`` after it; ``text`` as it is when there are none or ``line`` is ``""``.
+
+    ``rejected``: the ids of the steps their check rejected (``PlanVersions.rejected``).
+    """
+    if not line or not reports:
+        return text
+    listed = [_step_line(r, r.step_id in rejected) for r in reports]
+    return f"{text}\n\n{line}\n" + "\n".join(listed)
+
+
+def _step_line(report: StepReport, rejected: bool) -> str:
+    ended = "rejected by its check" if rejected else _ENDED.get(report.status, report.status)
+    outcomes = report.tool_outcomes
+    calls = [_call(o) for o in outcomes[:CALLS_LISTED]]
+    if len(outcomes) > CALLS_LISTED:
+        calls.append("and " + counted(len(outcomes) - CALLS_LISTED, "more call"))
+    where = f"{report.step_id} (v{report.plan_version}, worker '{report.worker}', {ended})"
+    return f"- {where}: " + "; ".join(calls)
+
+
+def _call(outcome: ToolOutcome) -> str:
+    """One call as the request tells it: ``refund succeeded (key 'refund:order_id=7')``."""
+    if not outcome.is_error:
+        ended = "succeeded"
+    elif outcome.error_type == CUT:
+        ended = "started and was cut before it finished (it may have acted)"
+    else:
+        ended = f"failed ({outcome.error_type or 'error'})"
+    key = outcome.idempotency_key
+    return f"{outcome.tool} {ended}" + ("" if key is None else f" (key {shown(key)})")
