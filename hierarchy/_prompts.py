@@ -49,10 +49,8 @@ _NOT_A_RESULT = (
 )
 # What a replan or round is told before the tool calls the steps that did not hold made.
 CALLS_MADE = (
-    "Tool calls already made by steps whose result did not hold (listed below) took "
-    "effect and stay done: do not plan them again unless they must run again, as a step "
-    "listed again makes its calls anew (under new idempotency keys where a tool declares "
-    "no key of its own)."
+    "Tool calls of steps whose result did not hold took effect: plan them again only "
+    "if they must run again (a step listed again makes its calls anew)."
 )
 
 

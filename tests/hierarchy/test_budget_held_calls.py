@@ -31,21 +31,27 @@ from regiment.models import (
 )
 from regiment.tools import tool
 
+from .limits import kept_to_max_tokens
+
 pytestmark = pytest.mark.anyio
 
 PRICE = Price(input=3, output=15)
 
 
 def _brain(steps: int):  # type: ignore[no-untyped-def]
-    """Plans ``steps`` steps; each step calls its tool three times, then answers."""
+    """Plans ``steps`` steps; each step calls its tool three times, then answers; every
+    reply kept to the request's ``max_tokens``, as a real model's is (a scripted reply
+    written past the room its call was given would overspend whatever the run held)."""
 
     def reply(request: ModelRequest) -> str | ModelResponse:
         if request.role in ("planner", "replanner"):
-            return json.dumps({"steps": [{"description": f"part {i}"} for i in range(steps)]})
+            text = json.dumps({"steps": [{"description": f"part {i}"} for i in range(steps)]})
+            return kept_to_max_tokens(request, text_response(text))
         if request.role == "worker":
             asked = sum(1 for m in request.messages if m.role == "assistant")
-            return tool_call_response("work", {"n": asked}) if asked < 3 else text_response("ok")
-        return text_response("done")
+            answer = tool_call_response("work", {"n": asked}) if asked < 3 else text_response("ok")
+            return kept_to_max_tokens(request, answer)
+        return kept_to_max_tokens(request, text_response("done"))
 
     return reply
 
