@@ -17,6 +17,7 @@ from regiment.journal._buffered import BufferedJournal
 from regiment.journal._requests import INDEX
 from regiment.journal._schema import CURRENT_VERSION, prepare, read_version
 from regiment.journal._sql import SqlStore
+from regiment.journal._sqlite_wal import switch_to_wal
 from regiment.journal._store import Batch, Refused
 from regiment.journal._views import Lease
 
@@ -146,7 +147,7 @@ class _SqliteStore(SqlStore):
         # refuses a foreign or a newer one unwritten
         version = read_version(self._execute, self.where) if tables else None
         conn = self._connection()
-        conn.execute("PRAGMA journal_mode=WAL")  # a journal's is already: no lock taken
+        switch_to_wal(conn, self._busy_timeout)  # a journal's is already: no lock taken
         conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
         indexed = bool(self._execute("SELECT 1 FROM sqlite_master WHERE name = ?", (INDEX,)))
         if version == CURRENT_VERSION and indexed:  # nothing to write, so no wait for the lock
