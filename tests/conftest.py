@@ -174,16 +174,47 @@ async def api(wire: Wire) -> AsyncIterator[StandIn]:
         yield server
 
 
+# The Ray tests are two units, each run whole by one worker, which starts one local Ray for
+# them (tests/ray/conftest.py): these files, and the other Ray files. Split by their seconds
+# summed (--durations, -n 0, load ~20, Dec 2026): 802 s and 805 s. One unit of all of them was
+# the run's longest path: its worker waited on Ray (restarts, lost replicas) for most of the run.
+RAY_SECOND = frozenset(
+    f"tests/ray/test_ray_{name}.py"
+    for name in [
+        "approve_ask",
+        "cancel",
+        "cut_chain",
+        "guards",
+        "imports",
+        "journal_money",
+        "load",
+        "lost_in_flight",
+        "mcp",
+        "mcp_lost",
+        "pool",
+        "refund",
+        "restarting",
+        "serve_sigterm",
+        "start_cancel",
+        "stdout",
+        "team_file",
+        "trace",
+        "two_nodes",
+        "unimportable",
+    ]
+)
+RAY_UNITS = ("tests/ray", "tests/ray, second half")
+
 # The files that take longest under ``make test``: handed out first, so none of them starts
 # last and leaves the other worker idle at the end of the run. After them, the other files
 # go out largest first (by their number of tests). The seconds are a file's tests summed
 # (--durations, -n 2, Dec 2026, a 2-core machine at load 10-22: two to four times a quiet one's);
-# ``tests/ray`` is one unit (``work_unit``, all on one worker) and goes first. A file
+# the two ``RAY_UNITS`` (``work_unit``) go first. A file
 # named here that no longer exists fails tests/test_heavy_first.py. Figures marked est.
 # are the old ones scaled by a before/after measurement of that file's change; the heap's
 # freeze (``_heap_frozen``) shortens in-process files, which were not measured again.
 HEAVY_FIRST = (
-    "tests/ray",
+    *RAY_UNITS,
     "tests/mcp_tools/test_mcp_stdio_stop.py",  # 276 s, 17 tests (est.: 2 of 19 merged)
     "tests/mcp_tools/test_mcp_tools.py",  # 216 s, 49 tests
     "tests/mcp_tools/test_mcp_team.py",  # 130 s, 30 tests
@@ -242,10 +273,12 @@ HEAVY_FIRST = (
 
 
 def work_unit(nodeid: str) -> str:
-    """What one xdist worker runs whole: the test's file, or ``tests/ray`` for any Ray
-    test (the session then starts one local Ray, not one per worker)."""
+    """What one xdist worker runs whole: the test's file, or one of ``RAY_UNITS`` for a Ray
+    test (each starts one local Ray for its tests, not one per test file)."""
     path = nodeid.split("::", 1)[0]
-    return "tests/ray" if path.startswith("tests/ray/") else path
+    if not path.startswith("tests/ray/"):
+        return path
+    return RAY_UNITS[1] if path in RAY_SECOND else RAY_UNITS[0]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -7,22 +7,42 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HEAVY_FIRST, pytest_collection_modifyitems, work_unit
+from tests.conftest import (
+    HEAVY_FIRST,
+    RAY_SECOND,
+    RAY_UNITS,
+    pytest_collection_modifyitems,
+    work_unit,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("unit", HEAVY_FIRST)
+@pytest.mark.parametrize("unit", [unit for unit in HEAVY_FIRST if unit not in RAY_UNITS])
 def test_each_heavy_unit_exists(unit: str) -> None:
     assert (ROOT / unit).exists(), f"{unit} is gone: take it out of HEAVY_FIRST (tests/conftest.py)"
+
+
+@pytest.mark.parametrize("path", sorted(RAY_SECOND))
+def test_each_file_of_the_second_ray_unit_exists(path: str) -> None:
+    assert (ROOT / path).is_file(), f"{path} is gone: take it out of RAY_SECOND (tests/conftest.py)"
+
+
+def test_the_ray_files_are_split_between_the_two_ray_units() -> None:
+    units = {
+        work_unit(f"tests/ray/{file.name}::t") for file in (ROOT / "tests/ray").glob("test_*.py")
+    }
+    assert units == set(RAY_UNITS)
 
 
 def test_heavy_units_are_not_named_twice() -> None:
     assert len(set(HEAVY_FIRST)) == len(HEAVY_FIRST)
 
 
-def test_ray_tests_are_one_unit_and_other_tests_their_file() -> None:
-    assert work_unit("tests/ray/test_ray_pool.py::test_x[a]") == "tests/ray"
+def test_ray_tests_are_one_of_two_units_and_other_tests_their_file() -> None:
+    assert work_unit("tests/ray/test_ray_pool.py::test_x[a]") == RAY_UNITS[1]
+    assert work_unit("tests/ray/test_ray_wire.py::test_y") == RAY_UNITS[0]
+    assert work_unit("tests/ray/test_ray_new.py::test_z") == RAY_UNITS[0]  # a file unnamed
     assert work_unit("tests/cli/test_cli.py::test_y") == "tests/cli/test_cli.py"
 
 
