@@ -338,6 +338,7 @@ def _worker(config: WorkerConfig, index: int, models: RoleModels, source: str) -
             max_concurrent_steps=config.max_concurrent_steps,
             max_tool_result_chars=config.max_tool_result_chars,
             artifact=config.artifact,
+            on_tool_error=config.on_tool_error,
             settings=settings,
             guardrails=guards,
             tool_guardrails=per_tool,

@@ -13,14 +13,9 @@ Models are written ``"anthropic:<model id>"``, ``"openai:<model id>"``,
 ``brain``, a ``module:function`` path, answers every request); tools, check
 predicates and brains are ``module:attribute`` import paths.
 
-A worker may be a whole team declared in another file (a ``TeamWorker``)::
-
-    [[workers]]
-    name = "research"
-    description = "Finds and checks facts."
-    team = "research.toml"   # relative to this file
-
-The nested file is a complete team file with its own ``brain`` and models.
+A worker may be a whole team declared in another file (a ``TeamWorker``): its
+``[[workers]]`` entry says ``team = "research.toml"`` (relative to this file), a complete
+team file with its own ``brain`` and models.
 
 Model settings (``ModelSettings``: ``max_tokens``, ``temperature``, ``top_p``,
 ``stop_sequences``, ``timeout``, ``thinking_budget``, ``extra``) are a
@@ -144,6 +139,7 @@ class WorkerConfig(_Section, frozen=True, kw_only=True):
     max_concurrent_steps: int = 8
     max_tool_result_chars: int | None = None
     artifact: bool = False
+    on_tool_error: Literal["tell_model", "raise"] = "tell_model"
     settings: JsonObject | None = None
     guardrails: tuple[str, ...] = ()
     tool_guardrails: dict[str, tuple[str, ...]] = {}
@@ -367,6 +363,7 @@ MODEL_ONLY_KEYS = (
     "cancel_grace",
     "max_concurrent_steps",
     "max_tool_result_chars",
+    "on_tool_error",
     "settings",
     "require_approval",
     "approval_timeout",
