@@ -33,6 +33,7 @@ __all__ = ("max_length", "redact_pii", "requires_step_before", "tool_result_sche
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 _CARD = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
 _PHONE = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")  # dotted like a phone number, but a host
 
 
 def _luhn(digits: str) -> bool:
@@ -51,6 +52,8 @@ def _card(match: re.Match[str]) -> str:
 
 
 def _phone(match: re.Match[str]) -> str:
+    if _IPV4.fullmatch(match.group()):  # 192.168.100.200: a worker's server, no one to call
+        return match.group()
     digits = re.sub(r"\D", "", match.group())
     return "[phone number]" if 9 <= len(digits) <= 15 else match.group()
 

@@ -47,6 +47,16 @@ def test_a_digit_run_that_fails_luhn_is_not_a_card() -> None:
     assert redact("ref 4111 1111 1111 1112", phones=False) == "ref 4111 1111 1111 1112"
 
 
+@given(st.lists(st.integers(0, 255), min_size=4, max_size=4))
+def test_an_ip_address_is_no_phone_number(octets: list[int]) -> None:
+    # 192.168.100.200 has twelve digits and dots between them, as 415.555.0100 does: the
+    # redactor took it for a phone number, so a worker asked about a server got none.
+    address = ".".join(map(str, octets))
+    assert redact(f"ping {address}, then call 415.555.0100") == (
+        f"ping {address}, then call [phone number]"
+    )
+
+
 _local = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._", min_size=1, max_size=12)
 _host = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=10)
 
