@@ -341,13 +341,22 @@ def as_guardrails(
     return guards
 
 
-_CALLS = "Team, Planner, Critic or Worker (guardrails=...)"
-_TOOLS = "Team(guardrails=...), Worker(guardrails=...) or Worker(tool_guardrails=...)"
+# Where each kind goes, in code and as a team file writes it (the same error serves both).
+_CALLS = (
+    "Team, Planner, Critic or Worker (guardrails=...); in a team file: `guardrails` at the "
+    "top, under `[planner]` or `[critic]`, or in a `[[workers]]` entry"
+)
+_TOOLS = (
+    "Team(guardrails=...), Worker(guardrails=...) or Worker(tool_guardrails=...); in a team "
+    "file: `guardrails` at the top, or `guardrails` or `tool_guardrails` in a `[[workers]]` entry"
+)
 _PLACES: dict[SubjectKind, str] = {
     "model_request": _CALLS,
     "model_reply": _CALLS,
-    "plan": "Team(guardrails=...) or Planner(guardrails=...)",
+    "plan": "Team(guardrails=...) or Planner(guardrails=...); in a team file: `guardrails` at "
+    "the top or under `[planner]`",
     "tool_call": _TOOLS,
     "tool_result": _TOOLS,
-    "answer": "Team(guardrails=...) or Planner(synthesizer_guardrails=...)",
+    "answer": "Team(guardrails=...) or Planner(synthesizer_guardrails=...); in a team file: "
+    "`guardrails` at the top or `synthesizer_guardrails` under `[planner]`",
 }

@@ -143,3 +143,18 @@ def test_a_built_in_named_without_its_call_says_to_call_it(files: Path) -> None:
     assert "'redact_pii' makes a guardrail rather than being one: call it" in message
     assert "pii = redact_pii(...) in myapp/guards.py" in message
     assert "annotate its parameter" not in message
+
+
+def test_a_misplaced_guard_in_a_file_is_told_where_the_file_puts_it(files: Path) -> None:
+    # An answer guard in a [[workers]] entry never runs: the error said to put it on
+    # "Team(guardrails=...) or Planner(synthesizer_guardrails=...)", constructors the
+    # file's author never writes.
+    path = files / "team.toml"
+    path.write_text(TEAM.replace('"file_guards:worker_guard"', '"file_guards:answer_guard"'))
+    with pytest.raises(ConfigError) as caught:
+        load_team(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: workers[0]: worker 'billing': guardrail 'answer_guard'")
+    assert message.endswith(
+        "; in a team file: `guardrails` at the top or `synthesizer_guardrails` under `[planner]`"
+    )

@@ -22,10 +22,23 @@ def _trips(kind: SubjectKind) -> Guardrail:
     return guardrail(kind, name=f"no_{kind}")(lambda subject: Trip("no"))
 
 
-PLAN = "Team(guardrails=...) or Planner(guardrails=...)"
-ANSWER = "Team(guardrails=...) or Planner(synthesizer_guardrails=...)"
-TOOLS = "Team(guardrails=...), Worker(guardrails=...) or Worker(tool_guardrails=...)"
-CALLS = "Team, Planner, Critic or Worker (guardrails=...)"
+# Each in code, then as a team file writes it: a file's author edits no constructor.
+PLAN = (
+    "Team(guardrails=...) or Planner(guardrails=...); in a team file: `guardrails` at the top "
+    "or under `[planner]`"
+)
+ANSWER = (
+    "Team(guardrails=...) or Planner(synthesizer_guardrails=...); in a team file: `guardrails` "
+    "at the top or `synthesizer_guardrails` under `[planner]`"
+)
+TOOLS = (
+    "Team(guardrails=...), Worker(guardrails=...) or Worker(tool_guardrails=...); in a team "
+    "file: `guardrails` at the top, or `guardrails` or `tool_guardrails` in a `[[workers]]` entry"
+)
+CALLS = (
+    "Team, Planner, Critic or Worker (guardrails=...); in a team file: `guardrails` at the top, "
+    "under `[planner]` or `[critic]`, or in a `[[workers]]` entry"
+)
 
 
 @pytest.mark.parametrize(
