@@ -81,7 +81,8 @@ Ownership
     :class:`LeaseLost` and nothing of it is kept. A run that has not finished and
     whose lease has expired (or was released), or whose owner is a process of this
     machine that is gone, lists as ``stalled``; one with an
-    undecided approval as ``paused``. Leases use the journal's
+    undecided approval as ``paused``, unless its lease lapsed so before it got to its
+    pause (its process died while its other steps worked): ``stalled``. Leases use the journal's
     ``clock`` (default ``time.time``), so processes sharing a database need
     clocks in step to well within a lease's ``ttl``.
 

@@ -45,7 +45,10 @@ class _Run:
         )
 
     def listed(self, now: float) -> RunRow:
-        status = derive_status(self.final_status, self.pending_approvals, self.expires_at, now)
+        owned = self.owner is not None
+        status = derive_status(
+            self.final_status, self.pending_approvals, self.expires_at, now, owned
+        )
         return self.row._replace(status=status, owner=self.owner)
 
 

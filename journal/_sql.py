@@ -63,11 +63,13 @@ _LISTED = (
     "SELECT run_id, team, goal, session, status, started_at, updated_at, owner FROM ("
     "SELECT run_id, team, goal, session, started_at, updated_at, owner, CASE"
     " WHEN final_status IS NOT NULL THEN final_status"
-    " WHEN pending_approvals > 0 THEN 'paused'"
-    " WHEN owner IS NOT NULL AND lease_expires_at > ? THEN 'running'"
+    " WHEN owner IS NOT NULL AND lease_expires_at > ?"
+    " THEN CASE WHEN pending_approvals > 0 THEN 'paused' ELSE 'running' END"
+    " WHEN pending_approvals > 0 AND owner IS NULL THEN 'paused'"
     " ELSE 'stalled' END AS status FROM journal_runs) AS listed"
 )
 _NEWEST = " ORDER BY started_at DESC, run_id DESC"
+_OWNED = "owner IS NOT NULL"  # (a 'running' or 'paused' run's: its lease is alive)
 _Row = tuple[int, float, bytes]  # a record as read: (seq, recorded_at, body)
 _RECORDS = (
     "SELECT seq, recorded_at, body FROM journal_records WHERE run_id = ? AND seq > ? ORDER BY seq"
@@ -338,7 +340,7 @@ class SqlStore(ABC):
         # A limit past a 64-bit integer is no limit (the drivers refuse to bind it).
         limit = None if limit is None or limit >= _NO_LIMIT else limit
         cap, capped = (" LIMIT ?", list[object]([limit])) if limit is not None else ("", [])
-        if status not in ("running", "stalled"):  # an owner that is gone changes neither
+        if status not in ("running", "stalled", "paused"):  # an owner that is gone: no change
             if status is not None:
                 where += " AND status = ?"
                 params.append(status)
@@ -347,12 +349,19 @@ class SqlStore(ABC):
                     self._execute(f"{_LISTED} WHERE {where}{_NEWEST}{cap}", params + capped)
                 )
         # A run whose lease is alive but whose owner on this machine is gone lists as
-        # 'stalled' (see ``lapsed``), so both read every run with a live lease (the runs in
-        # progress, a few), 'stalled' also the newest ``limit`` whose lease lapsed: still
-        # one statement, and the limit holds after the owners are looked at.
-        statement, args = f"{_LISTED} WHERE {where} AND status = 'running'", list(params)
-        if status == "stalled":
-            older = f"SELECT * FROM ({_LISTED} WHERE {where} AND status = 'stalled'{_NEWEST}{cap})"
+        # 'stalled' (see ``lapsed``), so the three read every run with a live lease (the runs
+        # in progress, a few), 'stalled' also the newest ``limit`` whose lease lapsed,
+        # 'paused' those whose lease was given up: still one statement, and the limit holds
+        # after the owners are looked at.
+        statement = f"{_LISTED} WHERE {where} AND status IN ('running', 'paused') AND {_OWNED}"
+        args = list(params)
+        if status != "running":
+            kept = (
+                "status = 'stalled'"
+                if status == "stalled"
+                else f"status = 'paused' AND NOT {_OWNED}"
+            )
+            older = f"SELECT * FROM ({_LISTED} WHERE {where} AND {kept}{_NEWEST}{cap})"
             statement, args = f"{older} AS lapsed UNION ALL {statement}", params + capped + params
         with self._guard("listing runs"):
             rows = [row for row in lapsed(self._execute(statement, args)) if row.status == status]

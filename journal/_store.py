@@ -205,30 +205,29 @@ class Store(Protocol):
 
 
 def derive_status(
-    final: str | None, pending_approvals: int, expires_at: float, now: float
+    final: str | None, pending_approvals: int, expires_at: float, now: float, owned: bool = True
 ) -> RunStatus:
-    """The status a run lists with (the SQL stores repeat this rule as a CASE)."""
+    """The status a run lists with (the SQL stores repeat it as a CASE); ``owned``: its lease
+    is not given up (a paused run gives it up at its pause; dead before: ``stalled``)."""
     if final is not None:
         return cast("RunStatus", final)
-    if pending_approvals > 0:
-        return "paused"
-    return "running" if expires_at > now else "stalled"
+    if expires_at > now and owned:
+        return "paused" if pending_approvals > 0 else "running"
+    return "paused" if pending_approvals > 0 and not owned else "stalled"
 
 
 def lapsed(listed: Iterable[Sequence[Any]]) -> list[RunRow]:
     """Listed rows (a ``RunRow``'s fields) as ``RunRow``s, each as a resume would see it:
-    a ``running`` run whose owner is a process of this machine that is gone lists as
-    ``stalled``, as once its lease runs out (``check_acquire`` takes it over at once).
-    Each owner is looked up once (``/proc``), not once per run."""
+    a ``running`` or ``paused`` run whose owner is a process of this machine that is gone
+    lists as ``stalled``, as once its lease runs out (``check_acquire`` takes it over at
+    once). Each owner is looked up once (``/proc``), not once per run."""
     rows = [RunRow(*row) for row in listed]
-    running = [row.owner for row in rows if row.status == "running" and row.owner is not None]
-    gone = owners_gone(running) if running else None
-    if gone:
-        rows = [
-            row._replace(status="stalled") if row.status == "running" and row.owner in gone else row
-            for row in rows
-        ]
-    return rows
+    held = [r.owner for r in rows if r.status in ("running", "paused") and r.owner is not None]
+    gone = owners_gone(held) if held else set()
+    return [
+        r._replace(status="stalled") if r.status in ("running", "paused") and r.owner in gone else r
+        for r in rows
+    ]
 
 
 def check_acquire(

@@ -35,7 +35,8 @@ RunStatus: TypeAlias = Literal[
 ]
 """``running``: its owner's lease is alive. ``stalled``: not finished and nobody
 holds a live lease (the owner died or let go; an owner that was a process of this
-machine and is gone counts as dead at once, its lease lapsed); resume it. ``paused``:
+machine and is gone counts as dead at once, its lease lapsed); resume it (also a run
+with an undecided approval whose process died before it got to its pause). ``paused``:
 not finished and a tool call waits for a decision (the word a paused ``RunResult``, the
 service and the README use; ``list_runs(status=...)`` takes ``awaiting_approval``, this
 status's name before, too). The rest: how it finished."""

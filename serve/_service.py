@@ -146,8 +146,9 @@ class Service:
         return await journaled_record(self.journal, record.run_id) or record
 
     async def view(self, record: RunRecord, root: str) -> dict[str, object]:
-        """``run_view``, with the requests a paused run waits for now."""
-        paused = record.status == "paused" and self.runs is not None
+        """``run_view``, with the requests a paused run waits for now (a stalled one's too:
+        its process may have died before it got to its pause)."""
+        paused = record.status in ("paused", "stalled") and self.runs is not None
         pending = await self.live().running.pending_approvals(record.run_id) if paused else ()
         return ticketed(run_view(record, root, pending), self.token, record.run_id)
 

@@ -59,7 +59,8 @@ def run_view(
     rejections = _rejections(record.events)
     result = record.result
     if result is not None:
-        return view | _got_to(_answer(record, result, root), result, rejections)
+        answer = result.answer if pending else _answer(record, result, root)
+        return view | _got_to(answer, result, rejections)
     last = record.events[-1] if record.events else None
     # A failed or cancelled run: what its RunFailed says it got to; nothing while it runs,
     # or when the RunFailed is the app's own with no tally (the service failed driving
