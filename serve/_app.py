@@ -58,6 +58,7 @@ from ._http import (
 )
 from ._keys import Keyed, check_same, idempotency_key, keyed_run_id
 from ._live import LiveTap
+from ._polls import open_watches
 from ._registry import MemoryRunStore, RunRecord, RunState, RunStore
 from ._runs import open_runs
 from ._service import Service
@@ -112,12 +113,13 @@ def create_app(
         async with (
             _journal(journal) as opened,
             open_runs(team, service.store, opened, lease_ttl) as runs,
+            open_watches(opened, service.here) as watches,
         ):
-            service.runs, service.journal = runs, opened
+            service.runs, service.journal, service.watches = runs, opened, watches
             try:
                 yield
             finally:
-                service.runs = service.journal = None
+                service.runs = service.journal = service.watches = None
 
     app = Starlette(
         routes=_routes(service),

@@ -11,14 +11,13 @@ from typing import final
 import anyio
 from sse_starlette import ServerSentEvent
 
-from regiment.errors import JournalError
 from regiment.hierarchy import Event
 
-from ._journaled import journaled_first, journaled_record, replay, unfinished
+from ._journaled import journaled_first, replay, unfinished
 from ._live import LiveTap, follow_live
+from ._polls import Watch, at_end, going
 from ._registry import RunRecord
 from ._service import Service
-from ._waits import at_end, going, newer, polled
 
 __all__ = ("Following",)
 
@@ -33,7 +32,7 @@ class Following:
     this process drove it (else the journal's view, which may end before the run does:
     the run paused, or stalled)."""
 
-    __slots__ = ("failed", "here", "live", "progress", "record", "s", "tap")
+    __slots__ = ("failed", "here", "live", "progress", "record", "s", "tap", "watch")
 
     def __init__(self, s: Service, record: RunRecord, tap: LiveTap, *, progress: bool) -> None:
         self.s = s
@@ -43,6 +42,7 @@ class Following:
         self.live = False
         self.here = False  # a run followed in the journal that this process runs since
         self.failed: str | None = None  # what the journal raised as it was followed there
+        self.watch: Watch | None = None  # the journal's reads of it, shared, as it is followed
 
     async def events(self, last: int) -> AsyncIterator[tuple[int | None, Event]]:
         """The run's events numbered above ``last``, to its end (or the journal's)."""
@@ -81,51 +81,64 @@ class Following:
         """Whether the journal's ``record`` is of a run another process runs now (not the
         run of a nested team in a run this process runs: its top run's stream has it)."""
         record, s = self.record, self.s
-        return s.journal is not None and going(record) and s.top_here(record.run_id) is None
+        return s.watches is not None and going(record) and s.top_here(record.run_id) is None
 
     async def _journaled(self, last: int) -> AsyncIterator[tuple[int, Event]]:
         """The events above ``last`` of a run another process runs: those the journal has,
-        then each as its journal gets it, read every ``POLL`` s (as ``?wait=true`` waits for
-        such a run), to the run's end, pause or stall (``record`` is then the journal's
-        view of it, in one read, so its end is streamed as a replay streams it), or until
-        this process runs it (``here``)."""
+        then each as its journal gets it, read every ``POLL`` s by the run's ``Watch`` (one
+        for all its followers and waits here), to the run's end, pause or stall (``record``
+        is then the journal's view of it, in one read, so its end is streamed as a replay
+        streams it), or until this process runs it (``here``)."""
         s, record = self.s, self.record
-        assert s.journal is not None
+        assert s.watches is not None
         log.debug("a follower follows a run another process runs", extra={"run_id": record.run_id})
+        watch = self.watch = s.watches.join(record)
+        seen = record
         try:
-            while True:
+            while True:  # what it read first, then what the watch has read since
+                seen = watch.record if len(watch.record.events) > len(record.events) else record
                 # Its last event, if its end, waits for the status that says how it ended
                 # (a cancelled run's RunCompleted is streamed as the RunFailed it ended with).
-                ends = at_end(record)
-                for seq in range(last + 1, len(record.events) + (0 if ends else 1)):
+                ends = at_end(seen)
+                for seq in range(last + 1, len(seen.events) + (0 if ends else 1)):
                     last = seq
-                    yield seq, record.events[seq - 1]
-                info = await polled(s, s.journal, record.run_id)
-                if info is None:
-                    self.here = True
-                    return
-                if not await newer(s.journal, record, info):  # ended, paused, stalled
+                    yield seq, seen.events[seq - 1]
+                if watch.over:
                     break
-            self.record = await journaled_record(s.journal, record.run_id) or record
+                await watch.changed.wait()
         except anyio.get_cancelled_exc_class():
             log.debug(
                 "a follower of a run another process runs left; the run goes on",
                 extra={"run_id": record.run_id},
             )
             raise
-        except JournalError as exc:  # down, say: the stream ends saying so (a StreamEnd)
-            self.failed = type(exc).__name__
-            log.warning(
-                "run %s: reading the journal failed (%s) while a follower followed the run, "
-                "which another process runs; the follower was told to reconnect",
-                record.run_id,
-                self.failed,
-                extra={"run_id": record.run_id},
-            )
-            del record.events[last:]  # the events it was sent, no more (its Last-Event-ID)
+        finally:
+            self._leave()
+        if watch.final is None:  # the journal failed (or the app stops): the events it was
+            self.record = _sent(seen, last)  # sent, no more (its Last-Event-ID)
+            self.here = watch.here
+            if watch.failed is not None:  # down, say: the stream ends saying so (a StreamEnd)
+                self._failed(watch.failed)
             return
+        self.record = watch.final
         async for seq, event in replay(self.record, last):
             yield seq, event
+
+    def _failed(self, exc: Exception) -> None:
+        self.failed = type(exc).__name__
+        log.warning(
+            "run %s: reading the journal failed (%s) while a follower followed the run, "
+            "which another process runs; the follower was told to reconnect",
+            self.record.run_id,
+            self.failed,
+            extra={"run_id": self.record.run_id},
+        )
+
+    def _leave(self) -> None:
+        """Done with the run's ``Watch`` (once; also when the client hung up, see ``done``)."""
+        if self.watch is not None and self.s.watches is not None:
+            self.s.watches.leave(self.watch)
+        self.watch = None
 
     def end(self, root: str) -> ServerSentEvent | None:
         """The ``StreamEnd`` frame, once ``events`` is over, of a stream that ended before
@@ -138,3 +151,11 @@ class Following:
     def done(self) -> None:
         """The response is over (also when the client hung up, its generator left open)."""
         self.record.taps.discard(self.tap)
+        self._leave()
+
+
+def _sent(record: RunRecord, last: int) -> RunRecord:
+    """``record`` with the events a follower was sent (up to ``last``), no more."""
+    return RunRecord(
+        record.run_id, record.goal, record.session, record.status, record.events[:last]
+    )

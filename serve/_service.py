@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from starlette.requests import Request
 
@@ -16,6 +16,9 @@ from ._keys import Keys
 from ._registry import RunRecord, RunStore
 from ._runs import Runs
 from ._views import run_view
+
+if TYPE_CHECKING:
+    from ._polls import Watches
 
 __all__ = ("Service",)
 
@@ -33,6 +36,7 @@ class Service:
         self.keepalive = keepalive
         self.runs: Runs | None = None
         self.journal: Journal | None = None  # open while the lifespan is up, if given
+        self.watches: Watches | None = None  # with the journal: runs read there (``_polls``)
         self.keys = Keys()  # the Idempotency-Keys of POST /runs (see ``_keys``)
 
     def stop_runs(self) -> int:
@@ -101,6 +105,12 @@ class Service:
         except UnknownRun:
             return False
         return True
+
+    def here(self, run_id: str) -> bool:
+        """Whether this process runs the run now, or is resuming it (or ran it, and another
+        process took it over: its followers here get the end this process gave it)."""
+        resuming = self.runs is not None and self.runs.resuming(run_id) is not None
+        return resuming or self.store.get(run_id) is not None
 
     def unknown(self, request: Request, run_id: str) -> ApiError:
         """The 404 for a run neither this process nor the journal has."""
