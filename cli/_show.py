@@ -14,6 +14,7 @@ from typing import TextIO
 
 import msgspec
 
+from regiment._calls import call_counts
 from regiment._text import counted, visible
 from regiment.cli._journal_cmds import (
     NewerNotes,
@@ -166,13 +167,12 @@ def _spent(records: Sequence[Record]) -> dict[str, object]:
             case _:
                 pass
     if end is None:
-        return dict.fromkeys(("usage", "estimated_usage", "model_calls", "tool_calls"))
+        return dict.fromkeys(("usage", "estimated_usage")) | call_counts(None)
     part = end.get("estimated_usage")
     return {
         "usage": end.get("usage"),
         "estimated_usage": part if isinstance(part, dict) and any(part.values()) else None,
-        "model_calls": end.get("model_calls"),
-        "tool_calls": end.get("tool_calls"),
+        **call_counts(end),  # as the service's run view counts them
     }
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from regiment._calls import call_counts
 from regiment._text import shown
 from regiment.errors import ApprovalError
 from regiment.hierarchy import CheckFailed, Event, RunFailed, RunResult, StepCompleted
@@ -76,6 +77,7 @@ def run_view(
         "steps": [],
         "rejected": list(rejections),  # so far: a reader sees a rejected step while it runs
         "rejections": rejections,
+        **call_counts(None),  # null before any end, as `regiment show --json` has them
     }
 
 
@@ -130,8 +132,7 @@ def _got_to(
         "committed": list(got.committed),
         "rejected": list(got.rejected),
         "rejections": {step_id: why.get(step_id, _REJECTED) for step_id in got.rejected},
-        "model_calls": got.model_calls,
-        "tool_calls": got.tool_calls,
+        **call_counts(got),  # as `regiment show` counts them
         "budget_exhausted": got.budget_exhausted,
         "trace_id": got.trace_id,
     }
