@@ -1,25 +1,32 @@
-"""How far behind the run's own service a follower on another service is.
+"""How far behind the run's own service a follower on another service is, and how much
+the other service reads the journal for its followers.
 
-    .venv/bin/python bench/follow_elsewhere.py [JOURNAL]
+    .venv/bin/python bench/follow_elsewhere.py [JOURNAL] [--followers N]
 
 Two services (``create_app`` under uvicorn, in this process) share one journal (a
 new SQLite file, or ``JOURNAL``: a path or a ``postgresql://`` URL). A run of
 ``STEPS`` steps, one after another, each ``PAUSE`` s long, is posted to the first;
 one follower reads its ``GET /runs/{id}/events`` from the first service (the run
-is live there) and one from the second (the run is another process's there: it
-reads the journal every half second). Printed: how many numbered events each got,
-how the second one's stream ended, and, per event both got, how much later the
-second follower had it than the first (median and largest), in ms.
+is live there) and ``N`` (1 by default) from the second (the run is another process's
+there: the second reads the journal every half second). Printed: how many numbered
+events each got, how the second one's streams ended, and, per event both got, how much
+later the second service's first follower had it than the first (median and largest), in
+ms; then the second service's journal reads (calls of its journal's read methods, counted
+by wrapping them on the journal object the bench opens for it) a second, while followed.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2 as httpx
@@ -28,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for examples.ser
 
 from examples.service.serving import serving
 from regiment.hierarchy import Planner, Team, Worker
+from regiment.journal import Journal, open_journal
 from regiment.models import ModelRequest, ModelResponse, ScriptedModel, text_response
 from regiment.serve import create_app
 
@@ -68,28 +76,75 @@ async def follow(c: httpx.AsyncClient, url: str, got: dict[str, float], ends: li
     ends.append(last)
 
 
-async def main(journal: str) -> None:
+READS = ("get_run", "read", "read_run", "list_runs", "pending_approvals")
+"""The journal's read methods the service calls (``read_run``: a listing and the records, in
+one snapshot)."""
+
+
+def counting(journal: Journal, counts: Counter[str]) -> None:
+    """Count each call of ``journal``'s read methods in ``counts`` (by name)."""
+    for name in READS:
+        method: Callable[..., Awaitable[Any]] = getattr(journal, name)
+
+        async def counted(*args: Any, _name: str = name, _method: Any = method, **kw: Any) -> Any:
+            counts[_name] += 1
+            return await _method(*args, **kw)
+
+        setattr(journal, name, counted)
+
+
+async def main(spec: str, followers: int) -> None:
+    counts: Counter[str] = Counter()
+    journal = await open_journal(spec)
+    counting(journal, counts)
+    try:
+        await _follow(spec, journal, followers, counts)
+    finally:
+        await journal.close()
+
+
+async def _follow(spec: str, journal: Journal, followers: int, counts: Counter[str]) -> None:
     async with (
-        serving(create_app(team(), journal=journal)) as one,
+        serving(create_app(team(), journal=spec)) as one,
         serving(create_app(team(), journal=journal)) as two,
         httpx.AsyncClient(timeout=60) as c,
     ):
         run_id = (await c.post(f"{one}/runs", json={"goal": "do the parts"})).json()["run_id"]
         here: dict[str, float] = {}
-        there: dict[str, float] = {}
+        there: list[dict[str, float]] = [{} for _ in range(followers)]
         ends: list[str] = []
+        counts.clear()
+        began = time.perf_counter()
         async with anyio.create_task_group() as tg:
             tg.start_soon(follow, c, f"{one}/runs/{run_id}/events", here, [])
-            tg.start_soon(follow, c, f"{two}/runs/{run_id}/events", there, ends)
-    lags = [(there[n] - here[n]) * 1000 for n in there if n in here]
-    print(f"journal: {journal}")
+            for got in there:
+                tg.start_soon(follow, c, f"{two}/runs/{run_id}/events", got, ends)
+        took, reads = time.perf_counter() - began, dict(counts)
+    lags = [(there[0][n] - here[n]) * 1000 for n in there[0] if n in here]
+    print(f"journal: {spec}")
     print(f"events, the run's own service:      {len(here)}")
-    print(f"events, the other service:          {len(there)} (its stream ended with {ends[0]})")
+    print(
+        f"events, the other service:          {sorted({len(t) for t in there})} (its {followers} stream(s) ended with {sorted(set(ends))})"
+    )
     if lags:
         print(f"the other service's lag, median:    {statistics.median(lags):.0f} ms")
         print(f"the other service's lag, largest:   {max(lags):.0f} ms")
+    total = sum(reads.values())
+    print(
+        f"the other service's journal reads:  {total} in {took:.2f} s, {total / took:.1f}/s ({reads})"
+    )
+
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "journal", nargs="?", help="a path or a postgresql:// URL (default: a new SQLite file)"
+    )
+    parser.add_argument("--followers", type=int, default=1, help="followers on the other service")
+    return parser.parse_args()
 
 
 if __name__ == "__main__":
+    args = _args()
     with tempfile.TemporaryDirectory() as directory:
-        anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else str(Path(directory) / "runs.db"))
+        anyio.run(main, args.journal or str(Path(directory) / "runs.db"), args.followers)

@@ -27,7 +27,7 @@ from regiment.journal import Journal, RunInfo
 from ._journaled import absorb, journaled_record
 from ._registry import RunRecord
 
-__all__ = ("POLL", "Watch", "Watches", "at_end", "going", "newer", "open_watches")
+__all__ = ("POLL", "READS", "Watch", "Watches", "at_end", "going", "newer", "open_watches")
 
 log = logging.getLogger("regiment.serve")
 
@@ -35,6 +35,9 @@ POLL = 0.5
 """Seconds between two reads of a run another process runs, while a ``?wait=true``
 request waits for it or a follower of its events stream follows it here (two light
 queries, whatever their number: its listing, and its records since the last read)."""
+
+READS = "the journal is read for a run another process runs, for its followers and waits here"
+"""Logged (DEBUG) as a ``Watch`` starts: once for all the followers and waits of a run."""
 
 
 def going(record: RunRecord, status: str | None = None) -> bool:
@@ -104,6 +107,7 @@ class Watches:
             watch = Watch(_copy(record))
             self._watches[record.run_id] = watch
             self._tg.start_soon(self._read, watch)
+            log.debug(READS, extra={"run_id": record.run_id})
         watch.users += 1
         return watch
 
