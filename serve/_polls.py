@@ -78,7 +78,7 @@ class Watch:
         self.changed = anyio.Event()
         self.over = self.here = False
         self.final: RunRecord | None = None
-        self.failed: JournalError | None = None
+        self.failed: Exception | None = None
         self.users = 0
         self.scope = anyio.CancelScope()
 
@@ -136,6 +136,11 @@ class Watches:
                         break
                     watch.told()
         except JournalError as exc:  # down, say: each follower says so, and logs it
+            watch.failed = exc
+        except Exception as exc:  # a bug: its followers end, the service (every run) goes on
+            log.error(
+                "reading run %s's journal failed", run_id, exc_info=True, extra={"run_id": run_id}
+            )
             watch.failed = exc
         finally:
             watch.over = True
