@@ -42,12 +42,53 @@ class _Counted(logging.Handler):
         self.count += record.getMessage() == self.words
 
 
+async def _followed(
+    c: httpx.AsyncClient, two: str, run_id: str, shop: Shop
+) -> tuple[list[list[Frame]], list[httpx.Response]]:
+    """``FOLLOWERS`` followers of the run on service ``two``, one more that hangs up as they
+    follow, and a keyed retry that waits; then the run goes on to its end: what each
+    follower that stayed got, and the retry's answer."""
+    path, followed, answers = f"{two}/runs/{run_id}/events", list[list[Frame]](), []
+    dispatched = [anyio.Event() for _ in range(FOLLOWERS + 1)]
+    leaving, waits, left = anyio.CancelScope(), anyio.Event(), anyio.Event()
+
+    async def follow(n: int) -> None:
+        async with c.stream("GET", path) as response:
+            events = frames(response)
+            got = await _until(events, "StepDispatched")
+            dispatched[n].set()
+            followed.append(got + await _rest(events))
+
+    async def hangs_up() -> None:  # follows too, then its client leaves
+        with leaving:
+            async with c.stream("GET", path) as response:
+                await _until(frames(response), "StepDispatched")
+                dispatched[FOLLOWERS].set()
+                await anyio.sleep_forever()
+
+    async def retry() -> None:
+        answers.append(await c.post(f"{two}/runs?wait=true", json=GOAL, headers=KEY))
+
+    with anyio.fail_after(60):  # (a hang guard: the answers are asserted)
+        async with anyio.create_task_group() as tg:
+            with hearing("waits for a run another process runs", waits), hearing(LEFT, left):
+                tg.start_soon(hangs_up)
+                for n in range(FOLLOWERS):
+                    tg.start_soon(follow, n)
+                tg.start_soon(retry)
+                for each in dispatched:
+                    await each.wait()
+                await waits.wait()
+                leaving.cancel()  # its client hangs up ...
+                await left.wait()  # ... and the service has seen it leave
+            shop.release.set()  # the run goes on to its end: the others follow it
+    return followed, answers
+
+
 async def test_many_followers_share_one_read_and_each_gets_the_run_in_order(journal: str) -> None:
     shop, counted = Shop(), _Counted(READS)
     logger = logging.getLogger("regiment.serve")
     logger.addHandler(counted)
-    followed: list[list[Frame]] = []
-    answers: list[httpx.Response] = []
     try:
         async with (
             serving(create_app(shop_team(shop, SLOW), journal=journal)) as one,
@@ -55,47 +96,7 @@ async def test_many_followers_share_one_read_and_each_gets_the_run_in_order(jour
             httpx.AsyncClient(timeout=60) as c,
         ):
             run_id = (await c.post(f"{one}/runs", json=GOAL, headers=KEY)).json()["run_id"]
-            path = f"{two}/runs/{run_id}/events"
-            with anyio.fail_after(60):  # (a hang guard: the answers are asserted)
-                async with anyio.create_task_group() as tg:
-                    dispatched = [anyio.Event() for _ in range(FOLLOWERS + 1)]
-
-                    async def follow(n: int) -> None:
-                        async with c.stream("GET", path) as response:
-                            events = frames(response)
-                            got = await _until(events, "StepDispatched")
-                            dispatched[n].set()
-                            followed.append(got + await _rest(events))
-
-                    leaving = anyio.CancelScope()
-
-                    async def hangs_up() -> None:  # follows too, then its client leaves
-                        with leaving:
-                            async with c.stream("GET", path) as response:
-                                await _until(frames(response), "StepDispatched")
-                                dispatched[FOLLOWERS].set()
-                                await anyio.sleep_forever()
-
-                    async def retry() -> None:
-                        answers.append(
-                            await c.post(f"{two}/runs?wait=true", json=GOAL, headers=KEY)
-                        )
-
-                    waits, left = anyio.Event(), anyio.Event()
-                    with (
-                        hearing("waits for a run another process runs", waits),
-                        hearing(LEFT, left),
-                    ):
-                        tg.start_soon(hangs_up)
-                        for n in range(FOLLOWERS):
-                            tg.start_soon(follow, n)
-                        tg.start_soon(retry)
-                        for each in dispatched:
-                            await each.wait()
-                        await waits.wait()
-                        leaving.cancel()  # its client hangs up ...
-                        await left.wait()  # ... and the service has seen it leave
-                    shop.release.set()  # the run goes on to its end: the others follow it
+            followed, answers = await _followed(c, two, run_id, shop)
             async with httpx.AsyncClient(base_url=one, timeout=60) as d:
                 replayed = await run_events(d, run_id)
     finally:
