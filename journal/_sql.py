@@ -359,7 +359,7 @@ class SqlStore(ABC):
             kept = (
                 "status = 'stalled'"
                 if status == "stalled"
-                else f"status = 'paused' AND NOT {_OWNED}"
+                else "status = 'paused' AND owner IS NULL"
             )
             older = f"SELECT * FROM ({_LISTED} WHERE {where} AND {kept}{_NEWEST}{cap})"
             statement, args = f"{older} AS lapsed UNION ALL {statement}", params + capped + params
