@@ -11,8 +11,9 @@ is live there) and ``N`` (1 by default) from the second (the run is another proc
 there: the second reads the journal every half second). Printed: how many numbered
 events each got, how the second one's streams ended, and, per event both got, how much
 later the second service's first follower had it than the first (median and largest), in
-ms; then the second service's journal reads (calls of its journal's read methods, counted
-by wrapping them on the journal object the bench opens for it) a second, while followed.
+ms; then the second service's polls of the journal a second (calls of its journal's
+``get_run`` and ``read``, counted by wrapping them on the journal object the bench opens
+for it) from the moment every follower has had an event to the run's end.
 """
 
 from __future__ import annotations
@@ -62,18 +63,39 @@ def team() -> Team:
     return Team(name="parts", planner=Planner(model=model), workers=[worker])
 
 
-async def follow(c: httpx.AsyncClient, url: str, got: dict[str, float], ends: list[str]) -> None:
-    """Each numbered event's arrival time in ``got``; the last frame's ``event:`` in ``ends``."""
+async def follow(
+    c: httpx.AsyncClient,
+    url: str,
+    got: dict[str, float],
+    ends: list[str],
+    first: Ticks | None = None,
+) -> None:
+    """Each numbered event's arrival time in ``got``; the last frame's ``event:`` in ``ends``
+    (``first``: told the first event came)."""
     name, last = "", ""
     async with c.stream("GET", url) as response:
         async for line in response.aiter_lines():
             if line.startswith("event:"):
                 name = line.removeprefix("event:").strip()
             elif line.startswith("id:"):
+                if not got and first is not None:
+                    first.tick()
                 got[line.removeprefix("id:").strip()] = time.perf_counter()
             elif line == "" and name:
                 last, name = name, ""
     ends.append(last)
+
+
+class Ticks:
+    """Set ``all`` once ``tick`` has been called ``n`` times."""
+
+    def __init__(self, n: int) -> None:
+        self.left, self.all = n, anyio.Event()
+
+    def tick(self) -> None:
+        self.left -= 1
+        if self.left == 0:
+            self.all.set()
 
 
 READS = ("get_run", "read", "read_run", "list_runs", "pending_approvals")
@@ -113,13 +135,14 @@ async def _follow(spec: str, journal: Journal, followers: int, counts: Counter[s
         here: dict[str, float] = {}
         there: list[dict[str, float]] = [{} for _ in range(followers)]
         ends: list[str] = []
-        counts.clear()
-        began = time.perf_counter()
         async with anyio.create_task_group() as tg:
             tg.start_soon(follow, c, f"{one}/runs/{run_id}/events", here, [])
+            firsts = Ticks(followers)
             for got in there:
-                tg.start_soon(follow, c, f"{two}/runs/{run_id}/events", got, ends)
-        took, reads = time.perf_counter() - began, dict(counts)
+                tg.start_soon(follow, c, f"{two}/runs/{run_id}/events", got, ends, firsts)
+            await firsts.all.wait()  # counted from when every follower has had an event
+            began, first = time.perf_counter(), Counter(counts)
+        took, reads = time.perf_counter() - began, counts - first
     lags = [(there[0][n] - here[n]) * 1000 for n in there[0] if n in here]
     print(f"journal: {spec}")
     print(f"events, the run's own service:      {len(here)}")
@@ -129,9 +152,11 @@ async def _follow(spec: str, journal: Journal, followers: int, counts: Counter[s
     if lags:
         print(f"the other service's lag, median:    {statistics.median(lags):.0f} ms")
         print(f"the other service's lag, largest:   {max(lags):.0f} ms")
-    total = sum(reads.values())
+    polls = reads["get_run"] + reads["read"]
     print(
-        f"the other service's journal reads:  {total} in {took:.2f} s, {total / took:.1f}/s ({reads})"
+        f"the other service's polls:         {polls} in {took:.2f} s, {polls / took:.1f}/s "
+        f"(get_run {reads['get_run']}, read {reads['read']}; read_run {reads['read_run']}: "
+        "a follower's first read, and the run's end)"
     )
 
 

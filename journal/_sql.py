@@ -70,6 +70,10 @@ _LISTED = (
 )
 _NEWEST = " ORDER BY started_at DESC, run_id DESC"
 _OWNED = "owner IS NOT NULL"  # (a 'running' or 'paused' run's: its lease is alive)
+_LAPSED: dict[str | None, str] = {
+    "stalled": "status = 'stalled'",
+    "paused": "status = 'paused' AND owner IS NULL",  # at its pause, its lease given up
+}
 _Row = tuple[int, float, bytes]  # a record as read: (seq, recorded_at, body)
 _RECORDS = (
     "SELECT seq, recorded_at, body FROM journal_records WHERE run_id = ? AND seq > ? ORDER BY seq"
@@ -349,19 +353,12 @@ class SqlStore(ABC):
                     self._execute(f"{_LISTED} WHERE {where}{_NEWEST}{cap}", params + capped)
                 )
         # A run whose lease is alive but whose owner on this machine is gone lists as
-        # 'stalled' (see ``lapsed``), so the three read every run with a live lease (the runs
-        # in progress, a few), 'stalled' also the newest ``limit`` whose lease lapsed,
-        # 'paused' those whose lease was given up: still one statement, and the limit holds
-        # after the owners are looked at.
+        # 'stalled' (see ``lapsed``): each reads every run with a live lease (a few), and the
+        # newest ``limit`` of its others (``_LAPSED``), in one statement; the limit holds after.
         statement = f"{_LISTED} WHERE {where} AND status IN ('running', 'paused') AND {_OWNED}"
         args = list(params)
         if status != "running":
-            kept = (
-                "status = 'stalled'"
-                if status == "stalled"
-                else "status = 'paused' AND owner IS NULL"
-            )
-            older = f"SELECT * FROM ({_LISTED} WHERE {where} AND {kept}{_NEWEST}{cap})"
+            older = f"SELECT * FROM ({_LISTED} WHERE {where} AND {_LAPSED[status]}{_NEWEST}{cap})"
             statement, args = f"{older} AS lapsed UNION ALL {statement}", params + capped + params
         with self._guard("listing runs"):
             rows = [row for row in lapsed(self._execute(statement, args)) if row.status == status]

@@ -89,10 +89,9 @@ def create_app(
     Args:
         team: the team whose runs the app serves.
         journal: where runs are journaled (a SQLite file path, a ``postgresql://``
-            URL, or a ``Journal``, left open for its owner to close). The app then
-            answers ``GET /runs``, ``GET /runs/{id}`` and its events from the journal
-            too, so runs from before a restart can still be listed and replayed.
-            A ``RunningTeam``'s app answers from the journal the team was started with.
+            URL, or a ``Journal``, left open for its owner to close): the app answers ``GET
+            /runs``, ``/runs/{id}`` and its events from it too, so runs from before a restart
+            are listed and replayed (a ``RunningTeam``'s app: from the team's own journal).
         token: if set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
         keepalive: seconds between keep-alive comments on an idle event stream.
         store: where runs are recorded (default: this process's memory, ``MemoryRunStore()``,
