@@ -19,8 +19,9 @@ steps with ids and dependencies.
 It never raises on what a model wrote. JSON that is not a plan, a step
 without a text description, a dependency on a blank line or a reply with no
 steps gives a :class:`ParsedPlan` with no steps and an ``error`` saying what
-was wrong, which the planner sends back to the model as a re-prompt. A step
-is never dropped, guessed at, or made of raw JSON.
+was wrong, which the planner sends back to the model as a re-prompt. A blank
+step (a JSON step whose text is a blank string, a bullet alone) is dropped, as
+issue #5 asks; any other step is never dropped, guessed at, or made of raw JSON.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class ParsedPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What :func:`parse_plan` understood from a reply.
 
     Attributes:
-        steps: the steps, at most ``max_steps``; blank lines of a prose plan
-            (a marker alone, dashes) are not steps.
+        steps: the steps, at most ``max_steps``; blank steps (a JSON step whose
+            text is a blank string; a marker alone or dashes in a prose plan) are dropped.
         truncated_from: the step count before truncation, if the reply had too many.
         nothing_to_do: the reply said no steps are needed (``steps`` is empty).
         source: where the steps came from: ``json``, ``lines``, or ``empty``
@@ -167,9 +168,10 @@ def _finish(
     raws = reading.raws
     if reading.error is not None:
         return ParsedPlan(steps=(), source=source, error=reading.error)
-    # JSON steps were checked as they were read; lines may be a marker alone.
+    # Blank steps are dropped: a JSON step was read as "" if blank (its text was checked
+    # as it was read); a line may be a marker alone.
     if source == "json":
-        kept = list(range(len(raws)))
+        kept = [i for i, raw in enumerate(raws) if raw.description]
     else:
         kept = [i for i, raw in enumerate(raws) if _meaningful(raw.description)]
     lone = len(kept) == 1 and _NOTHING_FULL.match(raws[kept[0]].description)
@@ -179,7 +181,8 @@ def _finish(
         return ParsedPlan(steps=(), source=source, error=_NO_STEPS)
     if source == "lines" and (error := _json_line(raws, kept)) is not None:
         return ParsedPlan(steps=(), source=source, error=error)
-    steps = _as_written(raws, naming.worker) if source == "json" else None
+    written = source == "json" and len(kept) == len(raws)
+    steps = _as_written(raws, naming.worker) if written else None
     if steps is None:  # numbers, missing or repeated ids: the general rules
         resolve = _DepResolver(raws, naming.prefix)
         steps, problems = _resolved(raws, kept, naming, resolve)
@@ -308,8 +311,8 @@ class _DepResolver:
             name = self._name(dep)
             if name is None:
                 self.problems.append(
-                    f"step {step_id} depends on {dep!r}, which is a blank line of the plan, "
-                    "not a step; say what that step must do, or drop the dependency"
+                    f"step {step_id} depends on {dep!r}, which is a blank line (or step) of "
+                    "the plan, not a step; say what that step must do, or drop the dependency"
                 )
             elif name not in resolved:
                 resolved.append(name)

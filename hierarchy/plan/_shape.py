@@ -196,16 +196,16 @@ def _step(item: object, number: int, problems: list[str]) -> _RawStep | None:
         if _looks_like_json(item):
             problems.append(_json_text(number, item))
             return None
-        if _meaningful(item):
-            return _RawStep(description=item.strip())
-        problems.append(f"step {number} is blank ({_excerpt(item)}); say what the step must do")
-        return None
+        # A blank step is read as "" and dropped with the other blank ones (issue #5)
+        return _RawStep(description=item.strip() if _meaningful(item) else "")
     if not isinstance(item, dict):
         problems.append(
             f"step {number} is {_a(item)}; write each step as a string or as an "
             'object with a "description"'
         )
         return None
+    if _blank(item):  # its text says nothing: dropped, its id kept for a dependency on it
+        return _RawStep(description="", label=_label(item, number, []))
     before = len(problems)
     description = _description(item, number, problems)
     label = _label(item, number, problems)
@@ -236,6 +236,17 @@ def _description(item: dict[str, object], number: int, problems: list[str]) -> s
             f'step {number}\'s "{key}" is {shown}; it must be text saying what the step must do'
         )
     return None
+
+
+def _blank(item: dict[str, object]) -> bool:
+    """Whether a step object's text is given, as strings that say nothing (``""``, ``"  "``,
+    ``"-"``): a blank step. No text at all, or text of another type, is a mistake instead."""
+    texts = [
+        item[key]
+        for key in _TEXT_KEYS
+        if key in item and not (key == "step" and _is_small_int(item[key]))
+    ]
+    return bool(texts) and all(isinstance(t, str) and not _meaningful(t) for t in texts)
 
 
 def _json_text(number: int, text: str) -> str:

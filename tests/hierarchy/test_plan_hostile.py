@@ -119,7 +119,7 @@ def test_a_lone_dash_in_prose_does_not_turn_the_reply_into_a_list() -> None:
 
 def test_a_dependency_on_a_blank_numbered_line_is_an_error_not_a_dropped_edge() -> None:
     error = _error("1. \n2. check\n3. refund (depends on: 1)")
-    assert "depends on '1', which is a blank line" in error
+    assert "depends on '1', which is a blank line (or step) of the plan" in error
 
 
 # --- wrong types in step objects -------------------------------------------------
@@ -134,7 +134,7 @@ def test_a_dependency_on_a_blank_numbered_line_is_an_error_not_a_dropped_edge() 
         ),
         ('[{"task": ["x"]}]', '"task" is an array'),
         ('[{"description": null}]', '"description" is a null'),
-        ('[{"description": "  "}]', '"description" is a blank string'),
+        ('[{"description": "  ", "task": 3}]', '"description" is a blank string'),
         ('[{"worker": "w"}]', 'step 1 has no "description"'),
         ('[{"description": "a", "worker": 3}]', '"worker" is a number'),
         ('[{"description": "a", "check": true}]', '"check" is a boolean'),

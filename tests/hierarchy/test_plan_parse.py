@@ -149,13 +149,44 @@ def test_generated_id_skips_a_name_the_model_took() -> None:
     assert [s.id for s in steps] == ["s2", "s3"]
 
 
-def test_blank_json_steps_are_an_error_naming_them_not_dropped() -> None:
-    reply = '["a", "   ", {"task": ""}, {"task": "d", "depends_on": [1, 2, 3]}]'
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '["check eligibility", "", "   ", "email the customer"]',
+        '{"steps": ["check eligibility", "-", {"task": ""}, {"description": "email the customer"}]}',
+        'Plan:\n```json\n[{"description": "check eligibility"}, {"description": " "}, '
+        '"email the customer"]\n```',
+    ],
+)
+def test_blank_json_steps_are_dropped(reply: str) -> None:
+    # Issue #5: "Blank steps are dropped." They were sent back to the planner as an error.
     parsed = _parse(reply)
-    assert (parsed.steps, parsed.source) == ((), "json")
-    assert parsed.error is not None
-    assert "step 2 is blank" in parsed.error
-    assert 'step 3\'s "task" is a blank string' in parsed.error
+    assert parsed.error is None
+    assert [(s.id, s.description) for s in parsed.steps] == [
+        ("s1", "check eligibility"),
+        ("s2", "email the customer"),
+    ]
+
+
+def test_a_dependency_on_a_dropped_blank_step_is_an_error_not_a_dropped_edge() -> None:
+    for reply in (
+        '["a", "   ", {"task": ""}, {"task": "d", "depends_on": [1, 2, 3]}]',
+        '[{"id": "x", "description": ""}, {"id": "y", "description": "b", "depends_on": ["x"]}]',
+    ):
+        parsed = _parse(reply)
+        assert parsed.steps == ()
+        assert parsed.error is not None
+        assert "which is a blank line (or step) of the plan" in parsed.error
+
+
+def test_positions_count_the_dropped_blank_steps() -> None:
+    # "depends_on": [3] is the reply's third step, as the model counted: "b", not "c".
+    steps = _parse('["a", {"description": ""}, "b", {"description": "c", "depends_on": [3]}]').steps
+    assert [(s.id, s.description, s.depends_on) for s in steps] == [
+        ("s1", "a", ()),
+        ("s2", "b", ()),
+        ("s3", "c", ("s2",)),
+    ]
 
 
 def test_unknown_dependency_is_kept_for_validation_to_report() -> None:
@@ -294,11 +325,12 @@ def test_blank_reply_is_empty_not_nothing_to_do(reply: str) -> None:
     assert "held no steps" in parsed.error
 
 
-def test_json_with_only_blank_steps_is_an_error_not_nothing_to_do() -> None:
-    parsed = _parse('["", "  "]')
+@pytest.mark.parametrize("reply", ['["", "  "]', '[{"description": "  "}]', '{"steps": ["-"]}'])
+def test_json_with_only_blank_steps_is_an_error_not_nothing_to_do(reply: str) -> None:
+    parsed = _parse(reply)
     assert (parsed.steps, parsed.nothing_to_do, parsed.source) == ((), False, "json")
     assert parsed.error is not None
-    assert "step 1 is blank" in parsed.error
+    assert "held no steps" in parsed.error
 
 
 def test_truncation_is_recorded() -> None:
