@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, final
 
@@ -22,7 +23,12 @@ from regiment.models._anthropic_pause import (
     whole_turn,
 )
 from regiment.models._anthropic_stream import PartIndexer
-from regiment.models._anthropic_wire import CallParams, call_params, response_from_message
+from regiment.models._anthropic_wire import (
+    CallParams,
+    call_params,
+    response_from_message,
+    whole_message,
+)
 from regiment.models._api_errors import (
     long_wait,
     not_billed,
@@ -42,12 +48,14 @@ from regiment.models._sdk_model import (
     password_to_auth,
 )
 from regiment.models._settings import ModelSettings, effective_settings
-from regiment.models._stream import DeltaHandler
+from regiment.models._stream import DeltaHandler, emit_response
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 __all__ = ("DEFAULT_CONTINUATIONS", "AnthropicModel")
+
+_log = logging.getLogger("regiment.models")
 
 _DEFAULT_RETRIES = 2
 DEFAULT_CONTINUATIONS = 5
@@ -237,13 +245,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             request_id = stream.response.headers.get("request-id")
             content_type = stream.response.headers.get("content-type")
             if not_an_event_stream(content_type):
-                raise ModelAPIError(
-                    f"the Anthropic API answered for model {self._model!r} with "
-                    f"{content_type}, not an event stream ({request_note(request_id)}); check "
-                    "base_url points at the Messages API",
-                    status_code=stream.response.status_code,
-                    request_id=request_id,
-                )
+                return await self._not_streamed(stream.response, request_id, on_delta)
             while True:
                 with self._translated(reading=True, request_id=request_id):
                     event = await anext(stream, None)
@@ -271,6 +273,37 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                 await stream.close()
         response = indexer.response()
         return response, content_of(seen) if response.stop_reason == PAUSED else []
+
+    async def _not_streamed(
+        self, answer: httpx2.Response, request_id: str | None, on_delta: DeltaHandler | None
+    ) -> tuple[ModelResponse, Paused]:
+        """A streamed call answered with JSON or HTML: one whole message (a server that
+        does not stream) is the reply, handed out in one piece; anything else an error."""
+        with self._translated(reading=True, request_id=request_id):
+            body = await answer.aread()
+        content_type = answer.headers.get("content-type")
+        message = whole_message(body) if "json" in (content_type or "") else None
+        if message is None:
+            raise ModelAPIError(
+                f"the Anthropic API answered for model {self._model!r} with "
+                f"{content_type}, not an event stream ({request_note(request_id)}); check "
+                "base_url points at the Messages API",
+                status_code=answer.status_code,
+                request_id=request_id,
+            )
+        with self._translated(reading=True, request_id=request_id):
+            response = response_from_message(message)
+        _log.info(
+            "the server at %s answered a streamed call for model %r with one whole message, "
+            "read as a plain call's reply; AnthropicModel(..., stream=False) asks for that",
+            self.base_url,
+            self._model,
+        )
+        if on_delta is not None:
+            await emit_response(response, on_delta)
+        if response.stop_reason != PAUSED:
+            return response, []
+        return response, [block.to_dict(mode="json") for block in message.content]
 
     @contextlib.contextmanager
     def _translated(

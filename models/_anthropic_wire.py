@@ -38,6 +38,7 @@ from regiment.tools import ToolDefinition
 __all__ = (
     "CallParams",
     "call_params",
+    "whole_message",
     "message_params",
     "response_from_message",
     "tool_choice_param",
@@ -255,3 +256,18 @@ def response_from_message(message: AnthropicMessage) -> ModelResponse:
         model=message.model,
         response_id=message.id,
     )
+
+
+def whole_message(body: bytes) -> AnthropicMessage | None:
+    """The reply of a server that answered a streamed call with one whole message, as
+    JSON (it ignored ``stream``, as some proxies and stand-ins do), built as the SDK builds
+    a plain call's; ``None`` when ``body`` is no such message."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON (a UnicodeDecodeError is a ValueError)
+        return None
+    if not isinstance(data, dict) or data.get("type") != "message":
+        return None
+    if not isinstance(data.get("content"), list):
+        return None
+    return AnthropicMessage.model_construct(**data)
