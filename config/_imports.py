@@ -154,7 +154,8 @@ def _import_module(name: str, spec: str, where: str) -> ModuleType:
         raise ConfigError(
             f"{where}: cannot import {spec!r}: no module named {missing!r} "
             "(is its directory on the import path? `regiment` adds the current directory, "
-            "or the one --app-dir DIR names)"
+            "or the one --app-dir DIR names; a program that calls load_team or build_team "
+            "adds it to sys.path itself)"
         ) from exc
     except SystemExit as exc:  # a script's top level, say: its exit is not the command's
         raise ConfigError(

@@ -389,8 +389,22 @@ def test_a_tools_module_that_imports_a_missing_package_is_told_apart_from_a_miss
     assert _error(team) == (
         f"{team}: workers[0].tools[0]: cannot import 'nowhere_mod:g': no module named "
         "'nowhere_mod' (is its directory on the import path? `regiment` adds the current "
-        "directory, or the one --app-dir DIR names)"
+        "directory, or the one --app-dir DIR names; a program that calls load_team or "
+        "build_team adds it to sys.path itself)"
     )
+
+
+def test_a_program_told_to_put_the_tools_directory_on_sys_path_can_load_the_team(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # load_team from a script run elsewhere: the error spoke only of `regiment` and
+    # --app-dir, which a program does not have.
+    (tmp_path / "elsewhere_tools.py").write_text("def g(x: int) -> int:\n    return x\n")
+    team = _write(tmp_path / "team.toml", TEAM + 'tools = ["elsewhere_tools:g"]\n')
+    with pytest.raises(ConfigError, match=r"program that calls load_team .* sys\.path itself"):
+        load_team(team)
+    monkeypatch.syspath_prepend(str(tmp_path))  # what the error says to do
+    assert load_team(team).workers[0].name == "billing"
 
 
 def test_a_module_that_exits_when_imported_is_a_config_error(
