@@ -28,12 +28,12 @@ from regiment.models import (
     Usage,
 )
 
-from .messages_api import error, message
+from .messages_api import Block, error, message
 from .standin import Reply, StandIn, serve
 
 pytestmark = pytest.mark.anyio
 
-TOOL_USE = [
+TOOL_USE: list[Block] = [
     {"type": "text", "text": "Let me look."},
     {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
 ]
@@ -46,7 +46,7 @@ async def api() -> AsyncIterator[StandIn]:
         yield server
 
 
-def _whole(content: list[dict[str, object]], **usage: int) -> Reply:
+def _whole(content: list[Block], **usage: int) -> Reply:
     """The message as one JSON body, whatever the request asked for (no events)."""
     streamed = message(content, stop_reason="tool_use", **usage)
     return Reply(200, streamed.body, streamed.headers)
