@@ -26,13 +26,12 @@ from regiment.models._anthropic_stream import PartIndexer
 from regiment.models._anthropic_wire import (
     CallParams,
     call_params,
+    not_streamed,
     response_from_message,
-    whole_message,
 )
 from regiment.models._api_errors import (
     long_wait,
     not_billed,
-    request_note,
     stream_failed,
     unreadable_reply,
 )
@@ -56,6 +55,10 @@ if TYPE_CHECKING:
 __all__ = ("DEFAULT_CONTINUATIONS", "AnthropicModel")
 
 _log = logging.getLogger("regiment.models")
+_WHOLE = (
+    "the server at %s answered a streamed call for model %r with one whole message, read "
+    "as a plain call's reply; AnthropicModel(..., stream=False) asks for that"
+)
 
 _DEFAULT_RETRIES = 2
 DEFAULT_CONTINUATIONS = 5
@@ -245,7 +248,7 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
             request_id = stream.response.headers.get("request-id")
             content_type = stream.response.headers.get("content-type")
             if not_an_event_stream(content_type):
-                return await self._not_streamed(stream.response, request_id, on_delta)
+                return await _not_streamed(self, stream.response, request_id, on_delta)
             while True:
                 with self._translated(reading=True, request_id=request_id):
                     event = await anext(stream, None)
@@ -273,37 +276,6 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
                 await stream.close()
         response = indexer.response()
         return response, content_of(seen) if response.stop_reason == PAUSED else []
-
-    async def _not_streamed(
-        self, answer: httpx2.Response, request_id: str | None, on_delta: DeltaHandler | None
-    ) -> tuple[ModelResponse, Paused]:
-        """A streamed call answered with JSON or HTML: one whole message (a server that
-        does not stream) is the reply, handed out in one piece; anything else an error."""
-        with self._translated(reading=True, request_id=request_id):
-            body = await answer.aread()
-        content_type = answer.headers.get("content-type")
-        message = whole_message(body) if "json" in (content_type or "") else None
-        if message is None:
-            raise ModelAPIError(
-                f"the Anthropic API answered for model {self._model!r} with "
-                f"{content_type}, not an event stream ({request_note(request_id)}); check "
-                "base_url points at the Messages API",
-                status_code=answer.status_code,
-                request_id=request_id,
-            )
-        with self._translated(reading=True, request_id=request_id):
-            response = response_from_message(message)
-        _log.info(
-            "the server at %s answered a streamed call for model %r with one whole message, "
-            "read as a plain call's reply; AnthropicModel(..., stream=False) asks for that",
-            self.base_url,
-            self._model,
-        )
-        if on_delta is not None:
-            await emit_response(response, on_delta)
-        if response.stop_reason != PAUSED:
-            return response, []
-        return response, [block.to_dict(mode="json") for block in message.content]
 
     @contextlib.contextmanager
     def _translated(
@@ -343,6 +315,24 @@ class AnthropicModel(SDKModel[AsyncAnthropic, CallParams]):
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r}, base_url={self.base_url!r})"
+
+
+async def _not_streamed(
+    model: AnthropicModel,
+    answer: httpx2.Response,
+    request_id: str | None,
+    on_delta: DeltaHandler | None,
+) -> tuple[ModelResponse, Paused]:
+    """A streamed call answered with JSON or HTML: see ``not_streamed``."""
+    with model._translated(reading=True, request_id=request_id):
+        body = await answer.aread()
+        message = not_streamed(answer, body, model=model._model, request_id=request_id)
+        response = response_from_message(message)
+    _log.info(_WHOLE, model.base_url, model._model)
+    if on_delta is not None:
+        await emit_response(response, on_delta)
+    paused = response.stop_reason == PAUSED
+    return response, [block.to_dict(mode="json") for block in message.content] if paused else []
 
 
 def _needs_streaming(model: str, max_tokens: int) -> ConfigError:

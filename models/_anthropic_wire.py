@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Literal, TypedDict, assert_never, cast
 
+import httpx2
 from anthropic import NotGiven, Omit, not_given, omit
 from anthropic.types import (
     ContentBlockParam,
@@ -19,7 +20,8 @@ from anthropic.types import (
 )
 
 from regiment._json import UNPARSED_ARGUMENTS, JsonObject
-from regiment.errors import ConfigError
+from regiment.errors import ConfigError, ModelAPIError
+from regiment.models._api_errors import request_note
 from regiment.models._messages import (
     Message,
     ModelRequest,
@@ -38,7 +40,7 @@ from regiment.tools import ToolDefinition
 __all__ = (
     "CallParams",
     "call_params",
-    "whole_message",
+    "not_streamed",
     "message_params",
     "response_from_message",
     "tool_choice_param",
@@ -258,10 +260,30 @@ def response_from_message(message: AnthropicMessage) -> ModelResponse:
     )
 
 
-def whole_message(body: bytes) -> AnthropicMessage | None:
-    """The reply of a server that answered a streamed call with one whole message, as
-    JSON (it ignored ``stream``, as some proxies and stand-ins do), built as the SDK builds
-    a plain call's; ``None`` when ``body`` is no such message."""
+def not_streamed(
+    answer: httpx2.Response, body: bytes, *, model: str, request_id: str | None
+) -> AnthropicMessage:
+    """The one whole message (JSON) a server answered a streamed call with, as it would
+    a plain call: some proxies and stand-ins ignore ``stream``. Built as the SDK builds a
+    plain call's reply.
+
+    Raises:
+        ModelAPIError: the body is no such message (an error page, a wrong ``base_url``).
+    """
+    content_type = answer.headers.get("content-type")
+    message = _whole_message(body) if "json" in (content_type or "") else None
+    if message is None:
+        raise ModelAPIError(
+            f"the Anthropic API answered for model {model!r} with {content_type}, not an "
+            f"event stream ({request_note(request_id)}); check base_url points at the "
+            "Messages API",
+            status_code=answer.status_code,
+            request_id=request_id,
+        )
+    return message
+
+
+def _whole_message(body: bytes) -> AnthropicMessage | None:
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):  # not JSON (a UnicodeDecodeError is a ValueError)
