@@ -4,6 +4,7 @@
     .venv/bin/python bench/overlap_timeline.py --steps 10
     .venv/bin/python bench/overlap_timeline.py --calls    # Python calls a step, by phase
     .venv/bin/python bench/overlap_timeline.py --gc-off   # the collector held off in each timed run
+    .venv/bin/python bench/overlap_timeline.py --census   # tracked objects a step, by kind
 
 The row 4 shape (independent steps whose worker model call sleeps 50 ms, the
 planner and synthesizer instant) with the model noting, on the run's clock,
@@ -31,6 +32,10 @@ each time 700 more are alive than at its last run).
 ``--gc-off`` holds the collector off in each timed run (regiment's and raw), to read
 the wall with no collection in it.
 
+``--census`` lists those objects instead (one run, the collector held off, ``tracemalloc``
+on): a step's share of each kind, and where the most of each were made (the innermost
+lines of regiment's, or of the bench, that made them).
+
 Beside it, the same sleeps in bare anyio tasks (``raw``: 100 tasks started at
 once, each sleeping 50 ms; no framework at all), with the same columns, each raw
 run right after a regiment run so both see the same machine, and the difference
@@ -45,6 +50,8 @@ import gc
 import statistics
 import sys
 import time
+import tracemalloc
+import types
 from types import FrameType
 from typing import Any
 
@@ -68,6 +75,7 @@ class Timeline:
         self.ends: list[float] = []
         self.phase = ""  # for --calls: "dispatch", "ends" or "" (neither)
         self.alive = 0  # for --calls: tracked objects made and alive at the last call's start
+        self.census: list[object] | None = None  # for --census: those objects, if asked for
 
     def clear(self) -> None:
         """Forget the warm-up run."""
@@ -86,6 +94,8 @@ def team(steps: int, line: Timeline) -> Team:
             if len(line.starts) == line.steps:
                 line.phase = ""  # the last call began: the dispatch is over
                 line.alive = gc.get_count()[0]
+                if line.census is not None:
+                    line.census = gc.get_objects(0)
             await anyio.sleep(DELAY)
             line.ends.append(time.perf_counter())
             if len(line.ends) == 1:
@@ -272,14 +282,65 @@ async def calls(steps: int) -> None:
     )
 
 
+def _kind(obj: object) -> str:
+    """What a tracked object is, with the function of a coroutine or a bound method."""
+    if isinstance(obj, types.CoroutineType):
+        return f"coroutine {obj.cr_code.co_qualname}"
+    if isinstance(obj, types.MethodType):
+        return f"bound method {obj.__func__.__qualname__}"
+    if isinstance(obj, tuple):
+        return f"tuple of {len(obj)}"
+    return type(obj).__qualname__
+
+
+def _made_at(obj: object) -> str:
+    """The innermost two lines of regiment's or the bench's code that made ``obj``."""
+    traceback = tracemalloc.get_object_traceback(obj)
+    if traceback is None:
+        return "(not traced)"
+    ours = [f for f in reversed(traceback) if "/regiment/" in f.filename or "bench" in f.filename]
+    where = ours[:2] if ours else list(reversed(traceback))[:1]
+    return " < ".join(
+        f"{f.filename.rsplit('/', 2)[-2]}/{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in where
+    )
+
+
+async def census(steps: int) -> None:
+    """``--census``: the tracked objects a run holds as its last worker call starts, by kind."""
+    line = Timeline(steps)
+    tracemalloc.start(30)
+    async with team(steps, line).start() as running:
+        await running.run("warm up")
+        line.clear()
+        line.census = []
+        gc.collect()
+        gc.disable()
+        try:
+            await running.run("do the steps at once")
+        finally:
+            gc.enable()
+            tracemalloc.stop()
+    found = line.census or []
+    kinds = collections.Counter(_kind(o) for o in found)
+    print(f"{len(found) / steps:.2f} tracked objects a step, alive as the last call starts:")
+    for kind, n in kinds.most_common():
+        if n >= steps / 2:
+            made = collections.Counter(_made_at(o) for o in found if _kind(o) == kind)
+            at, m = made.most_common(1)[0]
+            print(f"  {n / steps:5.2f}  {kind:<44} {m / steps:5.2f} made at {at}")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--calls", action="store_true", help="Python calls a step, by phase")
     parser.add_argument("--gc-off", action="store_true", help="no collection in a timed run")
+    parser.add_argument("--census", action="store_true", help="tracked objects a step, by kind")
     args = parser.parse_args()
-    if args.calls:
+    if args.census:
+        anyio.run(census, args.steps)
+    elif args.calls:
         anyio.run(calls, args.steps)
     else:
         anyio.run(main, args.steps, args.runs, args.gc_off)

@@ -15,7 +15,7 @@ report is then dropped; the team's stop waits for it, and says so on ``regiment.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection
 from typing import Literal
 
 import anyio
@@ -52,7 +52,7 @@ class GivesUp(HandsIn):
     _grace: float | None
     _step_timeout: float | None
 
-    _jobs: Mapping[tuple[str, int, str, int], StepJob]
+    _jobs: Collection[StepJob]
     # What becomes of a step given up, as its warning says (a Ray worker's differs).
     given_up_then = "it still runs, and the team's stop will wait for it"
     # What the team's stop does about a step's tool that still runs (a Ray worker's differs).
@@ -66,7 +66,7 @@ class GivesUp(HandsIn):
         model no more (a tool that finishes anyway ends its step, as a cut one does);
         wait up to the grace for them to end, and name those that do not (the stop
         waits for them)."""
-        running = [job for job in self._jobs.values() if job.scope is not None]
+        running = [job for job in self._jobs if job.scope is not None]
         for job in running:
             if job.progress is not None:  # a tool that finishes anyway: no model call after it
                 job.progress.stopped = True

@@ -64,7 +64,8 @@ async def _call_tools(
     guards: StepGuards | None = None,
     gate: Approvals | None = None,
 ) -> tuple[list[ToolResultPart], bool]:
-    """Run one response's tool calls at once (results in call order); did any fail?
+    """Run one response's tool calls at once (results in call order); did any fail? A step
+    cut meanwhile ends here (``_stop_here``), its calls' outcomes kept.
     ``journaled`` is ``None`` only on a plain step's plain call (``_log_if_needed``): the step's
     own count numbers it, as a log made at its first call would (both start at 0)."""
     # (Asked only when a fence or a stop may say no; a step's share only when it caps calls.)
@@ -101,7 +102,10 @@ async def _call_tools(
     except BaseException:
         cut_short(calls, results, begun, first, progress)
         raise
-    return collect(calls, results, limit, progress, (telemetry, toolset))
+    made = collect(calls, results, limit, progress, (telemetry, toolset))
+    if progress.stopped:
+        await _stop_here()
+    return made
 
 
 # A cut reply may end inside a call's arguments, which a provider may read leniently
@@ -201,25 +205,26 @@ async def run_tool_loop(  # at most 15 keywords a call: more, and 3.11 packs a d
 ) -> StepReport:
     """Run one step to an answer, or to the iteration cap, or to the allowance's end. Raises
     ``ToolError`` if a tool raised and ``on_tool_error`` (its own, else this) is ``"raise"``."""
-    step, tools = assign.step, toolset.definitions if definitions is None else definitions
-    at, asked_again = (assign, progress, worker, max_iterations), False  # (an empty reply)
-    messages, journaled, call, limited, raw = _begin(prompts, journaled, caller, guards, at)
+    tools, asked_again = toolset.definitions if definitions is None else definitions, False
+    messages, journaled, call, limited = _begin(
+        prompts, journaled, caller, guards, (assign, progress, worker, max_iterations)
+    )
     for _ in range(max_iterations):
-        request = _request(system, messages, tools, worker, step.id)
+        request = _request(system, messages, tools, worker, assign.step.id)
         if limited:
             request, spent = await within_allowance(assign, progress, request, caller, worker)
             if spent is not None:
                 return spent
-        if raw is None:
+        if type(call) is not ModelCaller:
             if (response := await call(request)) is None:
                 continue  # a guard rejected the reply; the model is told why
         else:  # the model's own call, no coroutine around it (_begin, #22)
             try:
-                reply = await raw.model.complete(request)
+                reply = await call.model.complete(request)
             except BaseException as exc:  # a cancellation or an interrupt, as a rule
-                raw.failed(exc)
+                call.failed(exc)
                 raise
-            response = raw.answered(reply, request)
+            response = call.answered(reply, request)
         if not (tool_calls := progress.took(response)):  # answered (counted, its text kept)
             if progress.last_text.strip():
                 return progress.report(assign, worker, "done")
@@ -228,16 +233,15 @@ async def run_tool_loop(  # at most 15 keywords a call: more, and 3.11 packs a d
             asked_again = ask_again(messages, assign, worker)
             continue
         messages.append(Message(role="assistant", parts=response.parts))
-        ran_before = len(progress.outcomes)
-        journaled = journaled or _log_if_needed(tool_calls, toolset, telemetry, at)
+        ran_before = len(progress.tool_outcomes or ())  # (read with no call: #22)
+        if journaled is None:
+            journaled = _log_if_needed(tool_calls, toolset, telemetry, assign, progress, worker)
         if response.stop_reason in STOPPED_EARLY and response.cut_off:
             results, failed = _cut_off(tool_calls, progress, telemetry, toolset)
         else:
             results, failed = await _call_tools(
                 toolset, tool_calls, assign, progress, telemetry, journaled, guards, approvals
             )
-            if progress.stopped:
-                await _stop_here()
         if failed:
             _check_failures(progress.outcomes[ran_before:], toolset, assign, worker, on_tool_error)
         messages.append(Message(role="user", parts=tuple(results)))
@@ -248,7 +252,9 @@ def _log_if_needed(
     calls: tuple[ToolCallPart, ...],
     toolset: Toolset,
     telemetry: Telemetry,
-    at: tuple[AssignStep, StepProgress, str, int],
+    assign: AssignStep,
+    progress: StepProgress,
+    worker: str,
 ) -> StepCalls | None:
     """The log of a step that had none (nothing replayed, journaled, streamed or charged
     if cut, no guards) once ``calls`` need it, numbering on from the step's own count;
@@ -258,7 +264,6 @@ def _log_if_needed(
         found = toolset.get(calls[0].name)
         if found is None or not found.takes_context:
             return None
-    assign, progress, worker, _ = at
     journaled = StepCalls(None, assign, worker)
     journaled.reserve(progress.tool_calls)  # the calls numbered before it
     return journaled
@@ -302,17 +307,16 @@ def _begin(
 ) -> tuple[
     list[Message],
     StepCalls | None,
-    Callable[[ModelRequest], Awaitable[ModelResponse | None]],
+    Callable[[ModelRequest], Awaitable[ModelResponse | None]] | ModelCaller,
     bool,
-    ModelCaller | None,
 ]:
     """How a step begins: its conversation (the step's request, as ``_first_message``
     makes it, spelled out here: one call less a step, #22); its calls (journaled and
     replayed by key; with nothing to replay, journal or stream, and no guards, none
     until it calls a tool: ``run_tool_loop`` makes them then); how it calls its model:
-    replayed or journaled, between its guards if any, or (``raw``: the model caller, when
-    nothing is around the call) by the loop itself; and whether each call is checked
-    against the step's allowance first (``within_allowance``).
+    replayed or journaled, between its guards if any, or (the model caller itself, when
+    nothing is around the call: no bound method a step, #22) by the loop; and whether each
+    call is checked against the step's allowance first (``within_allowance``).
 
     A check can stop the step only if its allowance caps tokens, input, output or
     money, or fewer model calls than its loop may make (``at``'s iterations more, one
@@ -335,17 +339,16 @@ def _begin(
     if guards is None:  # no JournaledCaller in between: its call would only forward
         if journaled is None:  # nothing replayed, journaled or streamed: the model's own call
             # (a StepCalls once a tool is called); with nothing around it (no settings to
-            # merge, metrics or span), awaited by the loop itself: ``raw``
+            # merge, metrics or span), awaited by the loop itself: the caller
             t = caller.telemetry
             if caller.settings is None and t.metrics is None:  # traced: the span's call itself
-                raw = None if t.traced else caller
-                return messages, None, caller.traced, limited, raw
-            return messages, None, caller.call, limited, None
-        return messages, journaled, journaled.model_call(caller), limited, None
+                return messages, None, caller.traced if t.traced else caller, limited
+            return messages, None, caller.call, limited
+        return messages, journaled, journaled.model_call(caller), limited
     journaled = journaled or StepCalls(None, assign, worker)
     model = JournaledCaller(journaled, caller, held=bool(guards.reply))
     call = guards.caller(model, assign, progress, messages, journaled.judge_tape())
-    return messages, journaled, call, limited, None
+    return messages, journaled, call, limited
 
 
 def _request(

@@ -65,7 +65,7 @@ def collect(
         refused_calls = calls[results.index(None) :]
         not_run(*traced, refused_calls, "budget_exhausted", over_share(limit))
     parts: list[ToolResultPart] = []
-    failed = False
+    failed, outcomes = False, progress.outcomes  # (the property once a reply, not a call)
     for call, result in zip(calls, results, strict=True):
         if result is None:  # the step's share cannot pay for it (the planner makes it an event)
             progress.refused_tool_calls += 1
@@ -73,7 +73,7 @@ def collect(
             failed = True
             continue
         failed = failed or result.is_error
-        progress.outcomes.append(_outcome(call, result))
+        outcomes.append(_outcome(call, result))
         text = content if isinstance(content := result.content, str) else result.text
         parts.append(ToolResultPart(call_id=call.id, content=text, is_error=result.is_error))
     return parts, failed

@@ -83,8 +83,27 @@ class StepProgress(msgspec.Struct, eq=False):  # eq=False: compared by identity,
     # once a call of the step waits on the desk; SiblingCalls calls it as a call ends).
     recheck: Callable[[], Awaitable[None]] | None = None
 
-    outcomes: list[ToolOutcome] = msgspec.field(default_factory=list)
-    guard_notes: list[GuardNote] = msgspec.field(default_factory=list)
+    # Its tool calls' outcomes and its guards' notes (``outcomes``, ``guard_notes``): made
+    # as the first is kept, so a step that calls no tool, with no guards, makes no list
+    # (two objects fewer the collector tracks a running step, #22 row 4).
+    tool_outcomes: list[ToolOutcome] | None = None
+    guardrails: list[GuardNote] | None = None
+
+    @property
+    def outcomes(self) -> list[ToolOutcome]:
+        """The outcomes of its tool calls so far (a list of its own, made on first use)."""
+        kept = self.tool_outcomes
+        if kept is None:
+            self.tool_outcomes = kept = []
+        return kept
+
+    @property
+    def guard_notes(self) -> list[GuardNote]:
+        """What its guards did so far (a list of its own, made on first use)."""
+        notes = self.guardrails
+        if notes is None:
+            self.guardrails = notes = []
+        return notes
 
     def fenced(self, version: int) -> bool:
         """Whether its planner has fenced plan version ``version`` (or cut the step):
@@ -162,12 +181,12 @@ class StepProgress(msgspec.Struct, eq=False):  # eq=False: compared by identity,
             worker=worker,
             status=status,
             output=self.last_text if output is None else output,
-            tool_outcomes=tuple(self.outcomes),
+            tool_outcomes=() if (kept := self.tool_outcomes) is None else tuple(kept),
             usage=self.usage,
             model_calls=self.model_calls,
             tool_calls=self.tool_calls,
             refused_tool_calls=self.refused_tool_calls,
-            guardrails=tuple(self.guard_notes),
+            guardrails=() if (notes := self.guardrails) is None else tuple(notes),
         )
         if self.estimated is not _NO_USAGE:  # a nested run's estimate (it set one)
             report = replace(report, estimated=self.estimated)

@@ -19,7 +19,7 @@ import contextvars
 import math
 from abc import abstractmethod
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Never, assert_never
 
 import anyio
@@ -51,17 +51,13 @@ from regiment.telemetry import semconv as sc
 
 __all__ = ("StepActor",)
 
-_StepKey = tuple[str, int, str, int]  # run id, plan version, step id, attempt
-
-
 Sender = ActorRef[Never, object] | None  # who assigned a step (its report goes there)
 
 
 class StepActor(GivesUp, Actor[WorkerMessage, None]):
     """The step bookkeeping every assignee shares (a worker, a sub-team).
 
-    Steps are keyed by (run, plan version, step, attempt), so a ``CancelStep``
-    stops exactly the steps it names. Whatever happens to a step, exactly one
+    A ``CancelStep`` stops exactly the steps it names (by run, plan version and step). Whatever happens to a step, exactly one
     ``StepReport`` goes back to the sender of the assignment (a sender that has
     stopped meanwhile is not an error). Subclasses implement :meth:`work`; its runners
     are as the module says, sharing one cancel scope until a step in it is cut (a scope
@@ -83,7 +79,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         self._telemetry = telemetry
         self._step_timeout = step_timeout
         self._grace = cancel_grace  # how long a cut step may go on before it is given up
-        self._jobs: dict[_StepKey, StepJob] = {}  # queued and running steps
+        # Queued and running steps, in the order they came (a dict: a set's is its hashes').
+        self._jobs: dict[StepJob, None] = {}
         self._max_runners = max_concurrent
         self._runners = 0
         self._queued: deque[StepJob] = deque()
@@ -136,9 +133,8 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
         if sender is None:
             raise ConfigError(f"worker '{self._name}' got a step with no sender to report to")
         # Whoever assigns a step accepts its report; the envelope cannot say so in types.
-        key = (assign.run_id, assign.plan_version, assign.step.id, assign.attempt)
-        job = StepJob(assign, key, sender, headers)  # type: ignore[arg-type]
-        self._jobs[job.key] = job
+        job = StepJob(assign, sender, headers)  # type: ignore[arg-type]
+        self._jobs[job] = None
         self._queued.append(job)
         if self._taker:  # a runner handing a report in takes it next (see _steps)
             self._taker = False
@@ -298,7 +294,7 @@ class StepActor(GivesUp, Actor[WorkerMessage, None]):
                 )
             raise
         finally:
-            self._jobs.pop(job.key, None)
+            self._jobs.pop(job, None)
             job.scope = None
             if job.ended is not None:  # it was cut: its cancel grace ends here
                 job.ended.set()
@@ -325,17 +321,17 @@ def _why_cut(job: StepJob) -> str:
     return "the step ran out of time" if job.stop == "timeout" else "the worker is stopping"
 
 
-async def _stop_queued(queued: deque[StepJob], jobs: dict[_StepKey, StepJob], worker: str) -> None:
+async def _stop_queued(queued: deque[StepJob], jobs: dict[StepJob, None], worker: str) -> None:
     """Report the steps still waiting for a runner cancelled: their worker stops."""
     with anyio.move_on_after(1.0):
         while queued:
             job = queued.popleft()
-            jobs.pop(job.key, None)
+            jobs.pop(job, None)
             report = StepProgress().report(job.assign, worker, "cancelled", error="worker stopped")
             await send_report(job.reply_to, report)
 
 
-def cut_now(jobs: Mapping[_StepKey, StepJob], cancel: CancelStep) -> None:
+def cut_now(jobs: Iterable[StepJob], cancel: CancelStep) -> None:
     """Stop the running steps ``cancel`` names at once, in the planner's task as it
     decides (a replan, the run's end): a step whose model answered meanwhile must not
     start a tool of a plan that is over. ``receive`` then does the rest (each cut
@@ -356,15 +352,16 @@ def _take_cut(queued: deque[StepJob]) -> list[StepJob]:
     return cut
 
 
-def _named(jobs: Mapping[_StepKey, StepJob], cancel: CancelStep) -> list[StepJob]:
+def _named(jobs: Iterable[StepJob], cancel: CancelStep) -> list[StepJob]:
     """The steps a ``CancelStep`` names (queued ones never start)."""
     named: list[StepJob] = []
-    for (run_id, version, step_id, _), job in jobs.items():
-        if run_id != cancel.run_id:
+    for job in jobs:
+        assign = job.assign
+        if assign.run_id != cancel.run_id:
             continue
-        if cancel.plan_version is not None and version != cancel.plan_version:
+        if cancel.plan_version is not None and assign.plan_version != cancel.plan_version:
             continue
-        if cancel.step_id is None or cancel.step_id == step_id:
+        if cancel.step_id is None or cancel.step_id == assign.step.id:
             named.append(job)
     return named
 

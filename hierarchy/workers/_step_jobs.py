@@ -4,7 +4,7 @@ and the runners waiting for one (:class:`IdleRunners`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Literal
 
 import anyio
@@ -28,11 +28,11 @@ HOLD = 0.001
 class StepJob(msgspec.Struct, eq=False):  # eq=False: compared and hashed by identity
     """One assigned step, from its arrival to its report.
 
-    A struct, so C code makes it (a Python ``__init__`` was a call a step, #22).
-    ``key``: run id, plan version, step id, attempt, what a ``CancelStep`` names."""
+    A struct, so C code makes it (a Python ``__init__`` was a call a step, #22). Its
+    worker keeps it by identity: no key tuple a step (#22 row 4); a ``CancelStep`` names
+    it by its ``assign``'s run id, plan version and step id."""
 
     assign: AssignStep
-    key: tuple[str, int, str, int]
     reply_to: ActorRef[StepReport, object]
     headers: Mapping[str, str]
     scope: anyio.CancelScope | None = None  # its runner's, while the step runs
@@ -95,25 +95,25 @@ class Backlog:
     __slots__ = ("held", "tell")
 
     def __init__(self, tell: Callable[[AssignStep, bool], None]) -> None:
-        self.held: set[object] = set()
+        self.held: set[StepJob] = set()
         self.tell = tell
 
     def hold(self, job: StepJob) -> None:
-        self.held.add(job.key)
+        self.held.add(job)
         self.tell(job.assign, True)
 
     def behind(self, job: StepJob) -> None:
-        if self.held and job.key not in self.held:
+        if self.held and job not in self.held:
             self.hold(job)
 
     def taken(self, job: StepJob) -> None:
-        if job.key in self.held:
-            self.held.discard(job.key)
+        if job in self.held:
+            self.held.discard(job)
             self.tell(job.assign, False)
 
     def cut(self, jobs: list[StepJob]) -> list[StepJob]:
         """``jobs`` left the queue, cut before a runner took them."""
-        self.held.difference_update(job.key for job in jobs)
+        self.held.difference_update(jobs)
         return jobs
 
 
@@ -190,7 +190,7 @@ class StepTimer:
     def __init__(
         self,
         seconds: float,
-        jobs: Mapping[tuple[str, int, str, int], StepJob],
+        jobs: Collection[StepJob],
         start_soon: Callable[[float], None],
         cut: Callable[[StepJob], None],
         stopping: Callable[[], Awaitable[None]],
@@ -238,7 +238,7 @@ class StepTimer:
             self._sleep = None
             now = anyio.current_time()
             wake = now + self._seconds
-            for job in list(self._jobs.values()):  # a cut may start a task: no dict changes
+            for job in list(self._jobs):  # a cut may start a task: no dict changes
                 due = job.due()
                 if due <= now:
                     if job.stop is None and job.scope is not None:

@@ -226,7 +226,7 @@ def _absorb(progress: StepProgress, result: RunResult) -> None:
     _spent(progress, result)
     progress.last_text = result.answer
     committed = set(result.committed)
-    progress.outcomes = [
+    progress.tool_outcomes = [
         outcome
         for report in result.steps
         if report.step_id in committed and report.status == "done"
