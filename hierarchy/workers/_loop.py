@@ -215,16 +215,16 @@ async def run_tool_loop(  # at most 15 keywords a call: more, and 3.11 packs a d
             request, spent = await within_allowance(assign, progress, request, caller, worker)
             if spent is not None:
                 return spent
-        if type(call) is not ModelCaller:
+        if call is not None:
             if (response := await call(request)) is None:
                 continue  # a guard rejected the reply; the model is told why
         else:  # the model's own call, no coroutine around it (_begin, #22)
             try:
-                reply = await call.model.complete(request)
+                reply = await caller.model.complete(request)
             except BaseException as exc:  # a cancellation or an interrupt, as a rule
-                call.failed(exc)
+                caller.failed(exc)
                 raise
-            response = call.answered(reply, request)
+            response = caller.answered(reply, request)
         if not (tool_calls := progress.took(response)):  # answered (counted, its text kept)
             if progress.last_text.strip():
                 return progress.report(assign, worker, "done")
@@ -307,16 +307,16 @@ def _begin(
 ) -> tuple[
     list[Message],
     StepCalls | None,
-    Callable[[ModelRequest], Awaitable[ModelResponse | None]] | ModelCaller,
+    Callable[[ModelRequest], Awaitable[ModelResponse | None]] | None,
     bool,
 ]:
     """How a step begins: its conversation (the step's request, as ``_first_message``
     makes it, spelled out here: one call less a step, #22); its calls (journaled and
     replayed by key; with nothing to replay, journal or stream, and no guards, none
     until it calls a tool: ``run_tool_loop`` makes them then); how it calls its model:
-    replayed or journaled, between its guards if any, or (the model caller itself, when
-    nothing is around the call: no bound method a step, #22) by the loop; and whether each
-    call is checked against the step's allowance first (``within_allowance``).
+    replayed or journaled, between its guards if any, or (``None``: when nothing is around
+    the call, the loop awaits the model itself, no bound method made a step, #22); and
+    whether each call is checked against the step's allowance first (``within_allowance``).
 
     A check can stop the step only if its allowance caps tokens, input, output or
     money, or fewer model calls than its loop may make (``at``'s iterations more, one
@@ -339,10 +339,10 @@ def _begin(
     if guards is None:  # no JournaledCaller in between: its call would only forward
         if journaled is None:  # nothing replayed, journaled or streamed: the model's own call
             # (a StepCalls once a tool is called); with nothing around it (no settings to
-            # merge, metrics or span), awaited by the loop itself: the caller
+            # merge, metrics or span), awaited by the loop itself: ``None``
             t = caller.telemetry
             if caller.settings is None and t.metrics is None:  # traced: the span's call itself
-                return messages, None, caller.traced if t.traced else caller, limited
+                return messages, None, caller.traced if t.traced else None, limited
             return messages, None, caller.call, limited
         return messages, journaled, journaled.model_call(caller), limited
     journaled = journaled or StepCalls(None, assign, worker)
