@@ -141,7 +141,7 @@ def _at_the_sea(subject: ToolCallSubject) -> Outcome:
 
 
 async def test_a_step_s_tool_outcomes_and_guard_notes_still_reach_its_report() -> None:
-    replies = iter(
+    model = ScriptedModel(
         [
             plan_json({"id": "s1", "description": "look"}),
             tool_call_response("look", {"thing": "the sky"}),
@@ -149,11 +149,6 @@ async def test_a_step_s_tool_outcomes_and_guard_notes_still_reach_its_report() -
             "it is blue",
         ]
     )
-
-    async def script(request: ModelRequest) -> object:
-        return next(replies)
-
-    model = ScriptedModel(script)
     worker = Worker(
         name="w", description="looks", model=model, tools=[look], guardrails=[_at_the_sea]
     )
