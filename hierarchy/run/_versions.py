@@ -152,12 +152,13 @@ class PlanVersions:
         """
         described, rejected = self._descriptions(), self.rejected
         facts = {} if self.memory is None else self.memory.facts  # what carried_output reads
-        lines = [
-            f"- {sid} ({described.get(sid, '')})"
-            + (f" [{rejected[sid]}]" if sid in rejected else "")
-            + f": {facts.get(sid, report.output)}"
-            for sid, report in self.committed.items()
-        ]
+        lines: list[str] = []  # one string a line, made once (a run's tail, #22 row 4)
+        for sid, report in self.committed.items():
+            said, what = facts.get(sid, report.output), described.get(sid, "")
+            if sid in rejected:
+                lines.append(f"- {sid} ({what}) [{rejected[sid]}]: {said}")
+            else:
+                lines.append(f"- {sid} ({what}): {said}")
         if self.memory is not None and self.memory.open_questions:
             lines.append("Open questions: " + "; ".join(self.memory.open_questions))
         return "\n".join(lines)
