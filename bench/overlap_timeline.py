@@ -319,7 +319,6 @@ async def census(steps: int) -> None:
             await running.run("do the steps at once")
         finally:
             gc.enable()
-            tracemalloc.stop()
     found = line.census or []
     kinds = collections.Counter(_kind(o) for o in found)
     print(f"{len(found) / steps:.2f} tracked objects a step, alive as the last call starts:")
@@ -327,7 +326,8 @@ async def census(steps: int) -> None:
         if n >= steps / 2:
             made = collections.Counter(_made_at(o) for o in found if _kind(o) == kind)
             at, m = made.most_common(1)[0]
-            print(f"  {n / steps:5.2f}  {kind:<44} {m / steps:5.2f} made at {at}")
+            print(f"  {n / steps:5.2f}  {kind:<30} {m / steps:5.2f} made at {at}")
+    tracemalloc.stop()  # (after: it forgets where each object was made)
 
 
 if __name__ == "__main__":
