@@ -186,7 +186,7 @@ class RunBook:
         versions, run_id, r = self.versions, self.run_id, change.report
         match change:
             case ReportDropped(current_version=current):
-                versions.stale_dropped += 1
+                versions.drop(r)
                 self.trace.stale_report(r, current_version=current)
                 logs.stale_report_dropped(run_id, r, current)
                 self.emit(

@@ -8,6 +8,11 @@ round's) request lists them: per step, each call's tool, how it ended and its de
 key, at most ``CALLS_LISTED`` of them (the rest counted). Never the arguments or the
 results: the step's own conversation had those, and the committed lines carry its output.
 
+The steps a replan cuts (in flight as their version is replaced) may have acted too: the
+planner asks for the new tail once they have reported (``PlannerActor._enter``), so their
+dropped reports (``PlanVersions.cut``) are listed as well, marked cut, result unknown. A
+resumed run drops the same journaled reports again, so its request lists them as well.
+
 Built only when the planner asks for a new tail, never on a step's way.
 """
 
@@ -20,7 +25,7 @@ from regiment.hierarchy._messages import StepReport, ToolOutcome
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers._outcomes import CUT
 
-__all__ = ("CALLS_LISTED", "not_held", "with_made_calls")
+__all__ = ("CALLS_LISTED", "cut_now", "not_held", "with_made_calls")
 
 CALLS_LISTED = 5
 """The calls of one step a request lists; more are counted (``and 3 more calls``)."""
@@ -49,22 +54,42 @@ def not_held(versions: PlanVersions) -> list[StepReport]:
     ]
 
 
+def cut_now(versions: PlanVersions) -> list[StepReport]:
+    """The dropped reports that made tool calls of the steps cut as the current version
+    is replaced (those of older versions were listed by the replan that cut them)."""
+    version = versions.version
+    return [r for r in versions.cut if r.plan_version == version]
+
+
 def with_made_calls(
-    text: str, line: str, reports: Sequence[StepReport], rejected: Container[str]
+    text: str,
+    line: str,
+    reports: Sequence[StepReport],
+    rejected: Container[str],
+    cut: Sequence[StepReport] = (),
 ) -> str:
     """``text`` with ``line`` (``Prompts.calls_made``) and a line per report of
-    ``reports`` after it; ``text`` as it is when there are none or ``line`` is ``""``.
+    ``reports``, then of ``cut``, after it; ``text`` as it is when there are none or
+    ``line`` is ``""``.
 
-    ``rejected``: the ids of the steps their check rejected (``PlanVersions.rejected``).
+    ``rejected``: the ids of the steps their check rejected (``PlanVersions.rejected``);
+    ``cut``: reports of steps cut by the replan (:func:`cut_now`): their result unknown.
     """
-    if not line or not reports:
+    if not line or not (reports or cut):
         return text
-    listed = [_step_line(r, r.step_id in rejected) for r in reports]
+    listed = [_step_line(r, _ended(r, r.step_id in rejected)) for r in reports]
+    listed += [_step_line(r, _CUT) for r in cut]
     return f"{text}\n\n{line}\n" + "\n".join(listed)
 
 
-def _step_line(report: StepReport, rejected: bool) -> str:
-    ended = "rejected by its check" if rejected else _ENDED.get(report.status, report.status)
+_CUT = "cut as its plan version was replaced, result unknown"
+
+
+def _ended(report: StepReport, rejected: bool) -> str:
+    return "rejected by its check" if rejected else _ENDED.get(report.status, report.status)
+
+
+def _step_line(report: StepReport, ended: str) -> str:
     outcomes = report.tool_outcomes
     calls = [_call(o) for o in outcomes[:CALLS_LISTED]]
     if len(outcomes) > CALLS_LISTED:

@@ -20,7 +20,7 @@ from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import PlanAdopted
-from regiment.hierarchy.run._made_calls import not_held, with_made_calls
+from regiment.hierarchy.run._made_calls import cut_now, not_held, with_made_calls
 from regiment.hierarchy.run._messages import Purpose
 from regiment.hierarchy.run._phase import (
     AfterCompress,
@@ -257,7 +257,9 @@ class Prompting:
 
 def _with_calls(text: str, line: str, versions: PlanVersions) -> str:
     """``text`` with the tool calls of the steps whose result did not hold listed after
-    ``line`` (see :mod:`regiment.hierarchy.run._made_calls`), if any made some."""
+    ``line`` (see :mod:`regiment.hierarchy.run._made_calls`), if any made some; the
+    steps cut as the current version is replaced too."""
     if not line:
         return text
-    return with_made_calls(text, line, not_held(versions), versions.rejected)
+    cut = cut_now(versions) if versions.cut else ()
+    return with_made_calls(text, line, not_held(versions), versions.rejected, cut)

@@ -32,6 +32,9 @@ class PlanVersions:
     artifacts: list[str] = field(default_factory=list)
     memory: WorkingMemory | None = None
     stale_dropped: int = 0
+    # The dropped reports that made tool calls (a step cut by a replan, in flight as its
+    # version was replaced): the replan's request lists their calls (``_made_calls``).
+    cut: tuple[StepReport, ...] = ()
     # Kept steps whose check rejected their report: step id -> why, told with its output.
     rejected: dict[str, str] = field(default_factory=dict)
     version: int = 0  # the current version's number (0 before the first plan)
@@ -63,6 +66,13 @@ class PlanVersions:
         if step_id not in self.committed and step_id in self._index:
             self._open -= 1
         self.committed[step_id] = report
+
+    def drop(self, report: StepReport) -> None:
+        """``report`` is stale (its version replaced, or being replaced): never applied;
+        kept only for the tool calls it made."""
+        self.stale_dropped += 1
+        if report.tool_outcomes:
+            self.cut += (report,)
 
     def reject(self, report: StepReport, check: str, reason: str) -> None:
         """Keep ``report`` as the evidence of a step its check rejected: later steps and
