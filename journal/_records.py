@@ -79,6 +79,9 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
         deps_hash: :func:`deps_hash` of the run's deps (never the deps: they may hold
             secrets), so a retried request can be told from another; ``None`` for deps that
             are not JSON data, and in older journals.
+        config_parts: a short hash of each part of the team's configuration, by the
+            part's key (``budget``, ``w:billing/tool:refund``): a resume under a changed
+            team names the parts that changed; ``None`` in older journals.
     """
 
     team: str
@@ -91,6 +94,7 @@ class RunCreated(_Base, frozen=True, kw_only=True, tag="run_created"):
     team_file: TeamFile | None = None
     parent: str | None = None
     deps_hash: str | None = None
+    config_parts: dict[str, str] | None = None
 
 
 _JSON_DATA = (dict, list, str, int, float, bool)

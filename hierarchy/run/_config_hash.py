@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
     from regiment.models import Model
 
-__all__ = ("config_hash",)
+__all__ = ("config_hash", "config_hashes")
 
 
 def config_hash(team: Team) -> str:
@@ -31,63 +31,102 @@ def config_hash(team: Team) -> str:
     its guards (nested teams included). Telemetry is left out: it does not
     change what a run does.
     """
+    return config_hashes(team)[0]
+
+
+def config_hashes(team: Team) -> tuple[str, dict[str, str]]:
+    """:func:`config_hash` of ``team``, and a short hash of each of its parts by the part's
+    key (``budget``, ``w:billing/model``, ``w:billing/tool:refund``, ...), journaled with
+    the run so a resume can name what changed (``_config_diff``)."""
     import hashlib  # OpenSSL's hashes load on first use (issue #22: import time)
 
     digest = hashlib.sha256()
-    for part in _config_parts(team):
+    texts: dict[str, list[str]] = {}
+    for key, part in _config_parts(team):
         digest.update(part.encode())
         digest.update(b"\x1f")
-    return digest.hexdigest()[:32]
+        texts.setdefault(key, []).append(part)
+    parts = {
+        key: hashlib.sha256("\x1f".join(each).encode()).hexdigest()[:_PART_HASH]
+        for key, each in texts.items()
+    }
+    return digest.hexdigest()[:32], parts
 
 
-def _config_parts(team: Team) -> list[str]:
+_PART_HASH = 8  # hex digits a part's hash keeps: enough to tell a change, short on disk
+
+
+def _config_parts(team: Team) -> list[tuple[str, str]]:
+    """What the hash covers, in its order, each text with the key of the part it is of."""
     planner = team.planner
     synth = planner.synthesizer_model
     parts = [
-        team.name,
-        str(team.concurrency),
-        _budget(team.budget),
-        ",".join(sorted(team.checks)),
-        _model(planner.model),
-        _model(synth) if synth is not None else "",
-        repr((planner.name, planner.max_steps, planner.max_plan_attempts, planner.prompts)),
-        "" if team.critic is None else repr(team.critic.prompt) + _model(team.critic.model),
-        _compression(team.compression),
-        _guards(team.guardrails),
+        ("name", team.name),
+        ("concurrency", str(team.concurrency)),
+        ("budget", _budget(team.budget)),
+        ("checks", ",".join(sorted(team.checks))),
+        ("planner.model", _model(planner.model)),
+        ("synthesizer.model", _model(synth) if synth is not None else ""),
+        (
+            "planner",
+            repr((planner.name, planner.max_steps, planner.max_plan_attempts, planner.prompts)),
+        ),
+        (
+            "critic",
+            "" if team.critic is None else repr(team.critic.prompt) + _model(team.critic.model),
+        ),
+        ("compression", _compression(team.compression)),
+        ("guardrails", _guards(team.guardrails)),
     ]
     if planner.prompts.calls_made != CALLS_MADE:  # (left out of the prompts' repr)
-        parts.append(f"calls_made {planner.prompts.calls_made!r}")
+        parts.append(("planner", f"calls_made {planner.prompts.calls_made!r}"))
     if team.output_type is not None:  # a structured answer: its schema and its bound
         shape = team.output_shape()
-        parts.append(f"output {msgspec.json.encode(shape.tool).decode()} x{shape.attempts}")
+        parts.append(
+            ("output", f"output {msgspec.json.encode(shape.tool).decode()} x{shape.attempts}")
+        )
     for worker in team.workers:
-        parts.append(f"worker {worker.name}: {worker.description} artifact={worker.artifact}")
-        match worker:
-            case Worker():
-                parts.append(_model(worker.model))
-                parts.append(repr((worker.system_prompt, worker.max_iterations)))
-                parts.append(repr((worker.step_timeout, worker.on_tool_error)))
-                for definition in worker.toolset.definitions:
-                    parts.append(msgspec.json.encode(definition).decode())
-                parts.extend(f"mcp {server!r}" for server in worker.mcp_servers)
-                # What may run unasked, and what is checked: a resume under looser
-                # approvals or fewer guards would run what the paused run could not.
+        parts.extend(_worker_parts(worker))
+    return parts
+
+
+def _worker_parts(worker: Worker | TeamWorker) -> list[tuple[str, str]]:
+    at = f"w:{worker.name}"
+    parts = [(at, f"worker {worker.name}: {worker.description} artifact={worker.artifact}")]
+    match worker:
+        case Worker():
+            parts.append((f"{at}/model", _model(worker.model)))
+            parts.append((f"{at}/prompt", repr((worker.system_prompt, worker.max_iterations))))
+            parts.append((f"{at}/limits", repr((worker.step_timeout, worker.on_tool_error))))
+            for definition in worker.toolset.definitions:
                 parts.append(
-                    f"approval {sorted(worker.require_approval)} {worker.approval_timeout}"
+                    (f"{at}/tool:{definition.name}", msgspec.json.encode(definition).decode())
                 )
-                parts.extend(
-                    f"approval {tool.name}: {_rule(tool.policy.requires_approval)}"
-                    for tool in worker.toolset.tools
+            parts.extend((f"{at}/mcp", f"mcp {server!r}") for server in worker.mcp_servers)
+            # What may run unasked, and what is checked: a resume under looser
+            # approvals or fewer guards would run what the paused run could not.
+            parts.append(
+                (
+                    f"{at}/approvals",
+                    f"approval {sorted(worker.require_approval)} {worker.approval_timeout}",
                 )
-                parts.append(_guards(worker.guardrails))
-                parts.extend(
-                    f"guards {name}: {_guards(guards)}"
-                    for name, guards in sorted(worker.tool_guardrails.items())
+            )
+            parts.extend(
+                (
+                    f"{at}/tool:{tool.name}",
+                    f"approval {tool.name}: {_rule(tool.policy.requires_approval)}",
                 )
-            case TeamWorker(team=child):
-                if worker.step_timeout is not None:  # unset: the hash runs journaled before had
-                    parts.append(f"step_timeout {worker.step_timeout!r}")
-                parts.extend(_config_parts(child))
+                for tool in worker.toolset.tools
+            )
+            parts.append((f"{at}/guardrails", _guards(worker.guardrails)))
+            parts.extend(
+                (f"{at}/guardrails", f"guards {name}: {_guards(guards)}")
+                for name, guards in sorted(worker.tool_guardrails.items())
+            )
+        case TeamWorker(team=child):
+            if worker.step_timeout is not None:  # unset: the hash runs journaled before had
+                parts.append((f"{at}/limits", f"step_timeout {worker.step_timeout!r}"))
+            parts.extend((f"{at}/{key}", part) for key, part in _config_parts(child))
     return parts
 
 

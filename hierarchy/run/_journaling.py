@@ -24,7 +24,7 @@ from regiment.hierarchy.run._changes import (
     ReportArrived,
     RunChange,
 )
-from regiment.hierarchy.run._config_hash import config_hash
+from regiment.hierarchy.run._config_hash import config_hashes
 from regiment.hierarchy.run._hints import resume_advice, taken_over
 from regiment.hierarchy.run._messages import CancelRun, PlannerMessage
 from regiment.hierarchy.run._record_for import record_for
@@ -145,10 +145,11 @@ class RunJournal(Replaying):
         """Record a new run (durably) and own it (``trace``: its root span's ``traceparent``
         and its parent's; ``parent``: the run whose step a nested run serves; ``top``: a
         nested run's owner's lease of its top run, refused by the journal if stale)."""
+        config_hash, parts = config_hashes(team)
         created = RunCreated(
             run_id=run_id,
             team=team.name,
-            config_hash=config_hash(team),
+            config_hash=config_hash,
             goal=goal,
             session=session,
             created_at=datetime.now(UTC),
@@ -157,6 +158,7 @@ class RunJournal(Replaying):
             team_file=team_file,
             parent=parent,
             deps_hash=deps_hash(deps),
+            config_parts=parts,
         )
         if top is None:  # (a top run's: asked as of old, so journals without ``above`` work)
             lease = await journal.create_run(created, owner=owner, ttl=ttl)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
@@ -15,7 +16,8 @@ from regiment.hierarchy._replay import Replay
 from regiment.hierarchy.events import Event
 from regiment.hierarchy.run._brief_holds import wait_brief_hold
 from regiment.hierarchy.run._channel import RunChannel, RunEnd
-from regiment.hierarchy.run._config_hash import config_hash
+from regiment.hierarchy.run._config_diff import changed_parts
+from regiment.hierarchy.run._config_hash import config_hashes
 from regiment.hierarchy.run._hints import list_advice, nested_refusal, show_advice
 from regiment.hierarchy.run._journaling import LEASE_TTL, RunJournal, owner_name
 from regiment.hierarchy.run._lender import Lender
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from regiment.hierarchy._team import Team
 
 __all__ = ("Opened", "finished", "open_channel", "reopen", "reopened")
+
+_log = logging.getLogger("regiment.run")
 
 Opened: TypeAlias = tuple[RunChannel, MemoryObjectReceiveStream[Event] | RunEnd]
 """A run in progress: its channel, and the stream its events arrive on."""
@@ -173,13 +177,12 @@ async def reopen(
             f"resume: {show_advice(journal, run_id)}",
             status=last.status,
         )
-    if not force and created.team == team.name:
-        _same_config(created, team)
-    elif not force:
+    if created.team != team.name and not force:
         raise ConfigError(
             f"run {run_id!r} belongs to team {created.team!r}, not {team.name!r}; resume it "
             "with its own team (or pass force=True / --force to continue it anyway)"
         )
+    _same_config(created, team, force=force)
     lease = await _acquire(journal, run_id, owner, ttl, above)
     # Read (maybe by the caller) before the lease was ours: another resume may have gone
     # on with the run since, and paused it again. Its records are this one's to replay.
@@ -215,15 +218,28 @@ async def _acquire(
     raise AssertionError("unreachable")  # (the last attempt returned or raised)
 
 
-def _same_config(created: RunCreated, team: Team) -> None:
-    now = config_hash(team)
-    if now != created.config_hash:
-        raise ConfigError(
-            f"run {created.run_id!r} was started by a differently configured team "
-            f"{team.name!r} (config hash {created.config_hash}, now {now}): its workers, "
-            "tools, models, prompts, budgets, approvals or guardrails changed, so a resume might not redo the same "
-            "run; pass force=True (regiment resume --force) to continue it anyway"
+def _same_config(created: RunCreated, team: Team, *, force: bool) -> None:
+    """Refuse a team configured otherwise than the run's (``force``: a WARNING on
+    ``regiment.run`` instead), naming the parts that changed."""
+    now, parts = config_hashes(team)
+    if now == created.config_hash:
+        return
+    changed = changed_parts(created.config_parts, parts)
+    if force:
+        _log.warning(
+            "run %s is resumed (forced) by a differently configured team %r: %s; it may "
+            "not redo the same run",
+            created.run_id,
+            team.name,
+            changed,
         )
+        return
+    raise ConfigError(
+        f"run {created.run_id!r} was started by a differently configured team "
+        f"{team.name!r} (config hash {created.config_hash}, now {now}): {changed}, so a "
+        "resume might not redo the same run; pass force=True (regiment resume --force) "
+        "to continue it anyway"
+    )
 
 
 async def finished(opened: AbstractAsyncContextManager[Opened]) -> RunResult:

@@ -139,24 +139,24 @@ async def test_a_resumed_run_lists_them_from_its_journal(tmp_path: Path) -> None
 
     first = Stalls([plan_json(PROBE, SIDE)], work=desk.work())
     run_ids: list[str] = []
-    async with _team(desk, first).start(journal=str(live)) as running:
-        async with anyio.create_task_group() as tg:
+    team = _team(desk, first)
 
-            async def run() -> None:
-                async with running.stream("refund order 7") as events:
-                    async for event in events:
-                        if isinstance(event, RunStarted):
-                            run_ids.append(event.run_id)
+    async def run() -> None:
+        async with running.stream("refund order 7") as events:
+            async for event in events:
+                if isinstance(event, RunStarted):
+                    run_ids.append(event.run_id)
 
-            tg.start_soon(run)
-            await asked.wait()
-            tg.cancel_scope.cancel()
+    async with team.start(journal=str(live)) as running, anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await asked.wait()
+        tg.cancel_scope.cancel()
     assert (desk.refunds, desk.mails) == (1, 1)
 
     again = Desk()
     brain = Brain([RECOVER], work=again.work())
     async with _team(again, brain).start(journal=str(copy)) as running:
-        result = await running.resume(run_ids[0], force=True)  # (the tools are new objects)
+        result = await running.resume(run_ids[0])
     assert result.status == "completed", result
     assert (again.refunds, again.mails) == (0, 0)  # replayed: no body ran again
     (request,) = brain.plan_requests  # the first plan's reply was replayed
