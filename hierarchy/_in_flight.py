@@ -104,11 +104,30 @@ def most_spent(caller: ModelCaller, request: ModelRequest) -> Usage:
     return Usage(input_tokens=inputs, output_tokens=output, micro_usd=micro)
 
 
-def planner_intents(log: CallLog, calls: dict[str, int], budget: Budget) -> Started | None:
+def planner_intents(
+    log: CallLog, calls: dict[str, int], budget: Budget, critic: bool = False
+) -> Started | None:
     """What journals a planner-side call's intent (``PhaseCalls``), under a ``budget``
-    that limits model calls or spending (``holds_calls``); ``calls``: the run journal's
-    count of replies by purpose."""
-    return functools.partial(_planner_intent, log, calls) if holds_calls(budget) else None
+    that limits model calls or spending (``holds_calls``); else, for a team with a
+    ``critic``, the critique's alone (one in flight at a crash is counted on resume,
+    whatever the budget); ``calls``: the run journal's count of replies by purpose."""
+    if holds_calls(budget):
+        return functools.partial(_planner_intent, log, calls)
+    return functools.partial(_critique_intent, log, calls) if critic else None
+
+
+async def _critique_intent(
+    log: CallLog,
+    calls: dict[str, int],
+    purpose: str,
+    role: str,
+    caller: ModelCaller,
+    request: ModelRequest,
+    ask: int = 1,
+) -> None:
+    """:func:`_planner_intent` of a critique; nothing for another purpose."""
+    if purpose == "critique":
+        await _planner_intent(log, calls, purpose, role, caller, request, ask)
 
 
 async def _planner_intent(

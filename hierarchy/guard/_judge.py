@@ -24,7 +24,6 @@ from regiment.hierarchy._cut_calls import (
     judge_sent,
     replied,
 )
-from regiment.hierarchy._in_flight import holds_calls
 from regiment.hierarchy._model_call import ModelCaller
 from regiment.hierarchy._nested_afford import waited
 from regiment.hierarchy._spent import Spent
@@ -215,9 +214,9 @@ def ledger_purse(ledger: BudgetLedger, pending: int = 0, top_ups: TopUps | None 
             room = max(1, paid if room is None else min(room, paid))
         return room
 
-    spent = ledger.spent if holds_calls(ledger.budget) else None  # a cut call's
+    spent = ledger.spent  # a judge call cut in flight: billed, so counted, whatever the budget
     if top_ups is None or top_ups.above is None:
-        return left if spent is None else cut_charged(left, spent)
+        return cut_charged(left, spent)
     return _NestedPurse(left, ledger, top_ups, spent)
 
 

@@ -17,7 +17,6 @@ from regiment._json import JsonObject
 from regiment.errors import GuardrailError
 from regiment.hierarchy._budget import over_allowance
 from regiment.hierarchy._cut_calls import cut_charged
-from regiment.hierarchy._in_flight import holds_calls
 from regiment.hierarchy._messages import BudgetLimit, StepAllowance
 from regiment.hierarchy._top_up import reply_room
 from regiment.hierarchy.guard._chain import Checked, Where, run_chain
@@ -365,10 +364,10 @@ def step_purse(
         out = over_allowance(held, calls, usage, request, "the judge call", rates)
         return out if out is not None else reply_room(held, usage, request, rates)
 
-    # in the run's process: its judge calls cut in flight are charged to it, as the
-    # step's own are (``StepCut``), under a budget that holds them
+    # in the run's process: its judge calls cut in flight are charged to it (billed all the
+    # same), whatever its budget: a run with no limit counts them as one with limits does
     ledger = None if progress.fence is None else progress.fence.top_ups.ledger
-    if ledger is None or not holds_calls(ledger.budget):
+    if ledger is None:
         return left
     return cut_charged(left, ledger.spent)
 

@@ -116,7 +116,7 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
         top_ups.deciding = book.approvals.pending  # no step waits for a top-up meanwhile
         started = None
         if channel.journal is not None:  # resumed: calls in flight at the stop were billed
-            started = channel.journal.count_spending(ledger)
+            started = channel.journal.count_spending(ledger, team.critic is not None)
         log = GuardLog(tape=run_tape(channel.journal))  # its judges' replies: journaled
         self._guards = RunGuards(*team.outcome_guards, trace, goal, log, run_id, team.output)
         lender = channel.lender or channel.supervisor  # who runs the calls: not the planner

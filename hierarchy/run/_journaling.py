@@ -122,7 +122,6 @@ class RunJournal(Replaying):
         self.open_root: OpenRoot | None = None  # resumed: the root span a crash left open
         self.root_span: str | None = None  # a new nested run's root span's id, journaled
         self.ended: str | None = None  # how the run ended, once its end is on its way in
-        self.bounded = False  # its budget limits spending: each call's intent is journaled
         self.held: HeldSteps | None = None  # traced: its step spans wait for their reports
 
     @classmethod
@@ -229,13 +228,13 @@ class RunJournal(Replaying):
             self.unreplayed.took(key)
         self._add(reply_record(self.run_id, key, change))
 
-    def count_spending(self, ledger: BudgetLedger) -> Started | None:
-        """Charge a resumed run's calls in flight; what journals a call's intent (``_in_flight``)."""
+    def count_spending(self, ledger: BudgetLedger, critic: bool = False) -> Started | None:
+        """Charge a resumed run's calls in flight; what journals a call's intent
+        (``_in_flight``; ``critic``: the team has one, whose calls journal theirs)."""
         if self._replay is not None:
             charge_unanswered(self._replay, ledger.spent, self.run_id)
             self.unreplayed = Unreplayed(self._replay, ledger.spent)  # charged as it ends
-        started = planner_intents(self.calls, self._calls, ledger.budget)
-        self.bounded = started is not None  # its judges' calls journal intents too
+        started = planner_intents(self.calls, self._calls, ledger.budget, critic)
         self.calls.holds_calls = ledger.budget.model_calls is not None  # its steps' calls too
         return started
 

@@ -41,8 +41,8 @@ def run_tape(journal: RunJournal | None) -> JudgeTape | None:
 
     async def begin(key: str, role: str, caller: ModelCaller, request: ModelRequest) -> None:
         roles[key] = role or "guardrail"
-        if journal.bounded:  # under a spending budget: its intent, as every call's
-            await journal_intent(calls, key, role or "guardrail", caller, request)
+        # its intent, whatever the budget: one in flight at a crash is counted on resume
+        await journal_intent(calls, key, role or "guardrail", caller, request)
 
     replay = calls.replay
     return JudgeTape("run/", replay.responses, write, begin, replay.asked, replay.taken)

@@ -159,6 +159,7 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
     code, _, refused = await run_cli("resume", run_id, "--journal", journal, "--model", "scripted")
     assert code == 2
     assert "differently configured team" in refused
+    assert "): the planner's prompts or limits changed, so a resume" in refused  # which part
     assert "--force" in refused
     assert await _refunds(tmp_path / "runs.db", run_id) == []
 
@@ -175,6 +176,10 @@ async def test_a_team_file_that_is_gone_or_changed(tmp_path: Path, anyio_backend
         cwd=tmp_path,
     )
     assert forced.returncode == 0, forced.stderr
+    assert (  # forced, it still says what changed
+        f"run {run_id} is resumed (forced) by a differently configured team 'refunds': "
+        "the planner's prompts or limits changed; it may not redo the same run"
+    ) in forced.stderr
     (refund,) = await _refunds(tmp_path / "runs.db", run_id)
     assert refund.result.arguments == {"order_id": "77120"}
 

@@ -56,7 +56,9 @@ def _changes() -> list[tuple[str, Team, str]]:
     team = make_team(approve="bolt")
     billing = _billing(team)
     comms = Worker(name="comms", description="writes", model=billing.model, tools=[notify])
-    other_tool = [tool(requires_approval=True)(billing.tools[0].fn)]
+    other_tool = [
+        tool(description="Charge an account, at most once.")(billing.tools[0].__wrapped__)
+    ]
     return [
         (
             "worker added",
