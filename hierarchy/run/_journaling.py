@@ -82,7 +82,6 @@ class RunJournal(Replaying):
         "_pending",
         "_replay",
         "_ttl",
-        "bounded",
         "calls",
         "ended",
         "held",
