@@ -174,8 +174,11 @@ class PhaseCalls:
                 self.refused = ""
                 return held_limit(ledger)
             request = held
-        # A call cut is charged (under a budget that holds calls; a critic's: always)
-        if self._watch is None and (holds_calls(ledger.budget) or self._team.critic is not None):
+        # A call cut is charged: under a budget that holds calls, and whatever the budget
+        # in a team with a critic or with guards that judge (cut with the call, counted)
+        if self._watch is None and (
+            holds_calls(ledger.budget) or guarded or self._team.critic is not None
+        ):
             self._watch = CutWatch(ledger.spent, f"run {self._run_id}", self._guard_spent)
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
