@@ -212,6 +212,11 @@ class Dispatcher:
         self.inflight.pop((report.plan_version, report.step_id, report.attempt), None)
         self._held.append((report, current))
 
+    def held_of(self, version: int) -> list[StepReport]:
+        """The held reports (see ``hold``) of plan version ``version`` that made tool calls:
+        a resumed run's replan lists their calls, as the run's did (``_made_calls``)."""
+        return [r for r, _ in self._held if r.plan_version == version and r.tool_outcomes]
+
     def held(self, upto: int | None) -> list[tuple[StepReport, int]]:
         """The held reports (see ``hold``) due once version ``upto`` is adopted (all:
         ``None``), let go, their slots freed."""

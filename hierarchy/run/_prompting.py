@@ -7,12 +7,13 @@ too, so the actor only records the outcome.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeAlias, assert_never, final
 
 import msgspec
 
 from regiment.errors import PlanError
-from regiment.hierarchy._messages import BudgetLimit
+from regiment.hierarchy._messages import BudgetLimit, StepReport
 from regiment.hierarchy._planner import PlanningSession, no_plan_advice
 from regiment.hierarchy._prompts import HookFailed, with_rejected
 from regiment.hierarchy._top_up import afford
@@ -244,7 +245,10 @@ class Prompting:
             next_id=versions.next_step_number(),
         )
         text = with_rejected(text, prompts.rejected_replan, committed)
-        return _with_calls(text, prompts.calls_made, versions)
+        # A resumed run's cut steps: their reports, dropped before, are held till it drops
+        # them again (``Dispatcher.hold``), as the new version is adopted.
+        held = book.dispatcher.held_of(versions.version)
+        return _with_calls(text, prompts.calls_made, versions, held)
 
     def _synthesis(self, book: RunBook) -> ModelRequest:
         prompts, committed = self._prompts, book.versions.committed_text()
@@ -255,11 +259,13 @@ class Prompting:
         return ModelRequest(system=self._team.synthesizer_system, messages=(Message.user(text),))
 
 
-def _with_calls(text: str, line: str, versions: PlanVersions) -> str:
+def _with_calls(
+    text: str, line: str, versions: PlanVersions, held: Sequence[StepReport] = ()
+) -> str:
     """``text`` with the tool calls of the steps whose result did not hold listed after
     ``line`` (see :mod:`regiment.hierarchy.run._made_calls`), if any made some; the
-    steps cut as the current version is replaced too."""
+    steps cut as the current version is replaced too (``held``: a resumed run's)."""
     if not line:
         return text
-    cut = cut_now(versions) if versions.cut else ()
+    cut = [*(cut_now(versions) if versions.cut else ()), *held]
     return with_made_calls(text, line, not_held(versions), versions.rejected, cut)
