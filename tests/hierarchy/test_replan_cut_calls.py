@@ -10,12 +10,14 @@ cut step whose result is unknown; a resumed run lists them from its journal as w
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import anyio
 import pytest
 
 from regiment.hierarchy import Prompts, RunStarted, StaleReportDropped, Team
+from regiment.journal import SqliteJournal
 from regiment.models import ModelRequest, ModelResponse, TextPart, tool_call_response
 from regiment.tools import Tool, tool
 
@@ -122,6 +124,21 @@ def _copy(live: Path, copy: Path) -> None:
     target.close()
 
 
+def _committed(journal: SqliteJournal, text: str) -> threading.Event:
+    """Set once a write transaction that inserted a record whose body holds ``text``
+    has committed (SQLite's own statement trace of the journal's connection)."""
+    wanted, seen, done = text.encode().hex().upper(), [False], threading.Event()
+
+    def trace(statement: str) -> None:
+        if wanted in statement.upper():
+            seen[0] = True
+        elif statement == "COMMIT" and seen[0]:
+            done.set()
+
+    journal._store._connection().set_trace_callback(trace)  # type: ignore[attr-defined]
+    return done
+
+
 async def test_a_resumed_run_lists_them_from_its_journal(tmp_path: Path) -> None:
     """Stopped while the planner makes the replan (a kill then leaves the journal as
     copied), the run is resumed from that copy: the cut step's report is the journal's,
@@ -132,14 +149,12 @@ async def test_a_resumed_run_lists_them_from_its_journal(tmp_path: Path) -> None
     class Stalls(Brain):
         async def __call__(self, request: ModelRequest) -> ModelResponse | str:
             if request.role == "replanner":
-                _copy(live, copy)  # what a kill -9 now would leave
                 asked.set()
-                await anyio.sleep_forever()
+                await anyio.sleep_forever()  # the kill comes while it is asked
             return await super().__call__(request)
 
-    first = Stalls([plan_json(PROBE, SIDE)], work=desk.work())
+    team = _team(desk, Stalls([plan_json(PROBE, SIDE)], work=desk.work()))
     run_ids: list[str] = []
-    team = _team(desk, first)
 
     async def run() -> None:
         async with running.stream("refund order 7") as events:
@@ -147,10 +162,17 @@ async def test_a_resumed_run_lists_them_from_its_journal(tmp_path: Path) -> None
                 if isinstance(event, RunStarted):
                     run_ids.append(event.run_id)
 
-    async with team.start(journal=str(live)) as running, anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        await asked.wait()
-        tg.cancel_scope.cancel()
+    journal = await SqliteJournal.open(live)
+    dropped = _committed(journal, "StaleReportDropped")  # the cut step's drop, durable
+    try:
+        async with team.start(journal=journal) as running, anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await asked.wait()
+            await anyio.to_thread.run_sync(dropped.wait)
+            _copy(live, copy)  # what a kill -9 now would leave
+            tg.cancel_scope.cancel()
+    finally:
+        await journal.close()
     assert (desk.refunds, desk.mails) == (1, 1)
 
     again = Desk()
