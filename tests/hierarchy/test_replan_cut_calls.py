@@ -168,7 +168,7 @@ async def test_a_resumed_run_lists_them_from_its_journal(tmp_path: Path) -> None
         async with team.start(journal=journal) as running, anyio.create_task_group() as tg:
             tg.start_soon(run)
             await asked.wait()
-            await anyio.to_thread.run_sync(dropped.wait)
+            assert await anyio.to_thread.run_sync(dropped.wait, 30)
             _copy(live, copy)  # what a kill -9 now would leave
             tg.cancel_scope.cancel()
     finally:
