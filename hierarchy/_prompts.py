@@ -69,9 +69,10 @@ class Prompts:
             of yours that leaves its line out gets it appended (place it yourself with
             ``self.rejected_replan`` / ``self.rejected_answer``; ``""``: none).
         calls_made: the line a replan's or round's request ends with when steps whose
-            result did not hold (of the version it replaces, one that failed; one its
-            check rejected, kept) made tool calls: a line per such step follows it,
-            naming each call's tool, how it ended and its declared idempotency key.
+            result did not hold (of the version it replaces, one that failed or that the
+            replan cut in flight; one its check rejected, kept) made tool calls: a line
+            per such step follows it, naming each call's tool, how it ended and its
+            declared idempotency key.
             Appended whatever your request hooks write (``""``: none of it).
     """
 
