@@ -73,7 +73,10 @@ def _changes() -> list[tuple[str, Team, str]]:
         (
             "prompt",
             dataclasses.replace(
-                team, workers=[dataclasses.replace(billing, system_prompt="Be brief.")]
+                team,
+                workers=[
+                    dataclasses.replace(billing, tools=billing.tools, system_prompt="Be brief.")
+                ],
             ),
             "worker 'billing': its system prompt or iteration limit changed",
         ),
