@@ -18,10 +18,14 @@ top-up pays nothing for it.
 from __future__ import annotations
 
 import sys
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from regiment.hierarchy._messages import PAUSING
 from regiment.hierarchy._top_up import TopUps
+
+if TYPE_CHECKING:
+    from regiment.hierarchy._messages import AssignStep
+    from regiment.hierarchy.workers._progress import StepProgress
 
 __all__ = ("StepFence",)
 
@@ -42,15 +46,37 @@ class StepFence:
         above: a nested run's: the fence of the run above, and the plan version of the
             step the nested run serves.
         top_ups: what the run's steps draw on when their shares run short.
+        calling: the run's in-process steps in flight that have called tools, by the
+            id of their progress (made on the first): a replan lists the calls of
+            those it cuts (``run._made_calls``); each leaves as it reports.
     """
 
-    __slots__ = ("above", "below", "top_ups", "why")
+    __slots__ = ("above", "below", "calling", "top_ups", "why")
 
     def __init__(self) -> None:
         self.below = 0
         self.why = ""
         self.above: tuple[StepFence, int] | None = None
         self.top_ups = TopUps()
+        self.calling: dict[int, tuple[AssignStep, StepProgress]] | None = None
+
+    def calls(self, assign: AssignStep, progress: StepProgress) -> None:
+        """A step of the run starts its first tool calls: listed till it reports."""
+        if (calling := self.calling) is None:
+            calling = self.calling = {}
+        calling[id(progress)] = (assign, progress)
+        progress.listed = True
+
+    def reported(self, progress: StepProgress) -> None:
+        """A listed step has made its report: a replan no longer cuts it."""
+        if self.calling is not None:
+            self.calling.pop(id(progress), None)
+
+    def in_flight(self, version: int) -> list[tuple[AssignStep, StepProgress]]:
+        """The listed steps of plan version ``version``, in the order they first called."""
+        if not self.calling:
+            return []
+        return [(a, p) for a, p in self.calling.values() if a.plan_version == version]
 
     def cut(self, version: int | None, why: str) -> None:
         """Fence the steps of ``version`` and older (``None``: every step, now and later)."""

@@ -268,14 +268,9 @@ class PlannerActor(EndsRun, TakesTurns, PausesForApprovals, GuardedActor, Judges
 
     def _enter(self, call: Call) -> None:
         """Enter the phase that waits on ``call``, and make the call."""
-        self._phase = phase = call.phase
-        if isinstance(phase, Synthesizing):
+        self._phase = call.phase
+        if isinstance(call.phase, Synthesizing):
             self._record(SynthesisBegun())
-        elif type(phase) is Planning and phase.kind == "replan" and self._book.dispatcher.inflight:
-            # Asked once the steps it cut have reported: their calls may have acted, and
-            # its request lists them (``_made_calls``); looked at again as each reports.
-            self._unasked = (phase, AskReplan(phase.reason))
-            return
         self._ask(call.purpose, call.request)
 
     def _ask(self, purpose: Purpose, request: ModelRequest) -> None:

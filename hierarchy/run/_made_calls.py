@@ -8,10 +8,12 @@ round's) request lists them: per step, each call's tool, how it ended and its de
 key, at most ``CALLS_LISTED`` of them (the rest counted). Never the arguments or the
 results: the step's own conversation had those, and the committed lines carry its output.
 
-The steps a replan cuts (in flight as their version is replaced) may have acted too: the
-planner asks for the new tail once they have reported (``PlannerActor._enter``), so their
-dropped reports (``PlanVersions.cut``) are listed as well, marked cut, result unknown. A
-resumed run drops the same journaled reports again, so its request lists them as well.
+The steps a replan cuts (in flight as their version is replaced) may have acted too, and
+their reports come after the request (dropped as stale): each in-process step that called
+tools is in its run's fence (``StepFence.calling``) until it reports, so the request lists
+its calls so far (:class:`Cut`), marked cut, result unknown; a call running as it is cut,
+``called, result unknown``. A resumed run holds the cut steps' journaled reports to drop
+them again (``Dispatcher.held_of``): its request lists their calls from those.
 
 Built only when the planner asks for a new tail, never on a step's way.
 """
@@ -19,13 +21,28 @@ Built only when the planner asks for a new tail, never on a step's way.
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from regiment._text import counted, shown
 from regiment.hierarchy._messages import StepReport, ToolOutcome
 from regiment.hierarchy.run._versions import PlanVersions
 from regiment.hierarchy.workers._outcomes import CUT
 
-__all__ = ("CALLS_LISTED", "cut_now", "not_held", "with_made_calls")
+if TYPE_CHECKING:
+    from regiment.hierarchy.run._book import RunBook
+
+__all__ = ("CALLS_LISTED", "Cut", "cut_now", "cut_steps", "not_held", "with_made_calls")
+
+
+class Cut(NamedTuple):
+    """A step the replan cuts, in flight: its calls so far (``calling``: running now)."""
+
+    step_id: str
+    plan_version: int
+    worker: str
+    tool_outcomes: Sequence[ToolOutcome]
+    calling: Sequence[str] = ()  # the tools of the calls running as it is cut
+
 
 CALLS_LISTED = 5
 """The calls of one step a request lists; more are counted (``and 3 more calls``)."""
@@ -54,6 +71,20 @@ def not_held(versions: PlanVersions) -> list[StepReport]:
     ]
 
 
+def cut_steps(book: RunBook) -> list[StepReport | Cut]:
+    """What the replan of the current version cuts that called tools: its in-process
+    steps in flight (their calls so far), and a resumed run's reports of the steps it cut
+    before (held to be dropped again as the new version is adopted)."""
+    version, dispatcher = book.versions.version, book.dispatcher
+    cut: list[StepReport | Cut] = [*dispatcher.held_of(version)]
+    for assign, progress in book.channel.fence.in_flight(version):
+        step = assign.step
+        worker = dispatcher.inflight.get((version, step.id, assign.attempt), step.worker or "")
+        calling = [call.name for call in progress.calling]
+        cut.append(Cut(step.id, version, worker, tuple(progress.outcomes), calling))
+    return cut
+
+
 def cut_now(versions: PlanVersions) -> list[StepReport]:
     """The dropped reports that made tool calls of the steps cut as the current version
     is replaced (those of older versions were listed by the replan that cut them)."""
@@ -66,19 +97,21 @@ def with_made_calls(
     line: str,
     reports: Sequence[StepReport],
     rejected: Container[str],
-    cut: Sequence[StepReport] = (),
+    cut: Sequence[StepReport | Cut] = (),
 ) -> str:
     """``text`` with ``line`` (``Prompts.calls_made``) and a line per report of
-    ``reports``, then of ``cut``, after it; ``text`` as it is when there are none or
-    ``line`` is ``""``.
+    ``reports``, then per step of ``cut``, after it; ``text`` as it is when there are
+    none or ``line`` is ``""``.
 
     ``rejected``: the ids of the steps their check rejected (``PlanVersions.rejected``);
-    ``cut``: reports of steps cut by the replan (:func:`cut_now`): their result unknown.
+    ``cut``: the steps the replan cuts (:class:`Cut`; reports dropped already,
+    :func:`cut_now`): their result unknown.
     """
+    cut = [c for c in cut if c.tool_outcomes or (isinstance(c, Cut) and c.calling)]
     if not line or not (reports or cut):
         return text
     listed = [_step_line(r, _ended(r, r.step_id in rejected)) for r in reports]
-    listed += [_step_line(r, _CUT) for r in cut]
+    listed += [_step_line(c, _CUT) for c in cut]
     return f"{text}\n\n{line}\n" + "\n".join(listed)
 
 
@@ -89,11 +122,12 @@ def _ended(report: StepReport, rejected: bool) -> str:
     return "rejected by its check" if rejected else _ENDED.get(report.status, report.status)
 
 
-def _step_line(report: StepReport, ended: str) -> str:
-    outcomes = report.tool_outcomes
-    calls = [_call(o) for o in outcomes[:CALLS_LISTED]]
-    if len(outcomes) > CALLS_LISTED:
-        calls.append("and " + counted(len(outcomes) - CALLS_LISTED, "more call"))
+def _step_line(report: StepReport | Cut, ended: str) -> str:
+    calls = [_call(o) for o in report.tool_outcomes]
+    if isinstance(report, Cut):
+        calls += [f"{tool} called, result unknown (it may have acted)" for tool in report.calling]
+    if len(calls) > CALLS_LISTED:
+        calls[CALLS_LISTED:] = ["and " + counted(len(calls) - CALLS_LISTED, "more call")]
     where = f"{report.step_id} (v{report.plan_version}, worker '{report.worker}', {ended})"
     return f"- {where}: " + "; ".join(calls)
 

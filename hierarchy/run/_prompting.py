@@ -21,7 +21,13 @@ from regiment.hierarchy.plan._plan import Plan
 from regiment.hierarchy.run import _logs as logs
 from regiment.hierarchy.run._book import RunBook
 from regiment.hierarchy.run._changes import PlanAdopted
-from regiment.hierarchy.run._made_calls import cut_now, not_held, with_made_calls
+from regiment.hierarchy.run._made_calls import (
+    Cut,
+    cut_now,
+    cut_steps,
+    not_held,
+    with_made_calls,
+)
 from regiment.hierarchy.run._messages import Purpose
 from regiment.hierarchy.run._phase import (
     AfterCompress,
@@ -245,10 +251,7 @@ class Prompting:
             next_id=versions.next_step_number(),
         )
         text = with_rejected(text, prompts.rejected_replan, committed)
-        # A resumed run's cut steps: their reports, dropped before, are held till it drops
-        # them again (``Dispatcher.hold``), as the new version is adopted.
-        held = book.dispatcher.held_of(versions.version)
-        return _with_calls(text, prompts.calls_made, versions, held)
+        return _with_calls(text, prompts.calls_made, versions, cut_steps(book))
 
     def _synthesis(self, book: RunBook) -> ModelRequest:
         prompts, committed = self._prompts, book.versions.committed_text()
@@ -260,12 +263,12 @@ class Prompting:
 
 
 def _with_calls(
-    text: str, line: str, versions: PlanVersions, held: Sequence[StepReport] = ()
+    text: str, line: str, versions: PlanVersions, cutting: Sequence[StepReport | Cut] = ()
 ) -> str:
     """``text`` with the tool calls of the steps whose result did not hold listed after
     ``line`` (see :mod:`regiment.hierarchy.run._made_calls`), if any made some; the
-    steps cut as the current version is replaced too (``held``: a resumed run's)."""
+    steps cut as the current version is replaced too (``cutting``, a replan's)."""
     if not line:
         return text
-    cut = [*(cut_now(versions) if versions.cut else ()), *held]
+    cut = [*(cut_now(versions) if versions.cut else ()), *cutting]
     return with_made_calls(text, line, not_held(versions), versions.rejected, cut)

@@ -71,6 +71,8 @@ async def _call_tools(
     # (Asked only when a fence or a stop may say no; a step's share only when it caps calls.)
     if (progress.stopped or progress.fence is not None) and progress.fenced(assign.plan_version):
         await held_back(progress, assign, calls, telemetry, toolset)  # its plan is over: no tool
+    if not progress.listed and progress.fence is not None:  # a replan that cuts it lists them
+        progress.fence.calls(assign, progress)
     results: list[ToolResult | None] = [None] * len(calls)
     capped = (progress.allowance or assign.allowance).tool_calls is not None
     limit = tool_call_limit(assign, progress, len(calls)) if capped else None

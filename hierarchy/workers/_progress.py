@@ -83,6 +83,9 @@ class StepProgress(msgspec.Struct, eq=False):  # eq=False: compared by identity,
     # once a call of the step waits on the desk; SiblingCalls calls it as a call ends).
     recheck: Callable[[], Awaitable[None]] | None = None
 
+    # In its run's fence's ``calling`` (it called tools): a replan that cuts it lists them.
+    listed: bool = False
+
     # Its tool calls' outcomes and its guards' notes (``outcomes``, ``guard_notes``): made
     # as the first is kept, so a step that calls no tool, with no guards, makes no list
     # (two objects fewer the collector tracks a running step, #22 row 4).
@@ -173,6 +176,8 @@ class StepProgress(msgspec.Struct, eq=False):  # eq=False: compared by identity,
         Made with at most 15 keywords: CPython 3.11 compiles a call with more into a
         dict built and unpacked again (~8k instructions, once a step, #22); the fields
         a step that ended well leaves at their defaults go in only when set."""
+        if self.listed and self.fence is not None:  # (it called tools) a replan cuts it no more
+            self.fence.reported(self)
         report = StepReport(
             run_id=assign.run_id,
             plan_version=assign.plan_version,

@@ -2,10 +2,12 @@
 
 A replan cuts the steps of the version it replaces that are still in flight, and drops
 their reports; but a cut step's calls may have acted (a refund issued, a mail on its
-way). The request asked for the new tail at once, before those reports came back, so it
-listed none of them, and a new plan could repeat the refund unknowingly. Now the planner
-asks once the steps it cut have reported, and their calls are listed, marked as from a
-cut step whose result is unknown; a resumed run lists them from its journal as well."""
+way). Its report comes after the replan's request (the new plan is not held up by steps
+winding down), so the request listed none of its calls, and a new plan could repeat the
+refund unknowingly. Now each in-process step that called tools is known to its run's
+fence until it reports: the request lists its calls so far, marked as from a cut step
+whose result is unknown (a call running as it is cut: ``called, result unknown``); a
+resumed run lists them from the cut step's journaled report."""
 
 from __future__ import annotations
 
@@ -28,9 +30,11 @@ pytestmark = pytest.mark.anyio
 
 LINE = Prompts().calls_made
 SIDE = {"id": "s2", "description": "side"}  # runs beside the probe, cut by the replan
-CUT_LINE = (
-    f"{LINE}\n- s2 (v1, worker 'w', cut as its plan version was replaced, result unknown): "
-    "refund succeeded; mail started and was cut before it finished (it may have acted)"
+CUT = f"{LINE}\n- s2 (v1, worker 'w', cut as its plan version was replaced, result unknown): "
+CUT_LINE = CUT + "refund succeeded; mail called, result unknown (it may have acted)"
+# resumed: from the cut step's journaled report, which says how the mail ended
+RESUMED_LINE = (
+    CUT + "refund succeeded; mail started and was cut before it finished (it may have acted)"
 )
 
 
@@ -182,4 +186,4 @@ async def test_a_resumed_run_lists_them_from_its_journal(tmp_path: Path) -> None
     assert result.status == "completed", result
     assert (again.refunds, again.mails) == (0, 0)  # replayed: no body ran again
     (request,) = brain.plan_requests  # the first plan's reply was replayed
-    assert _text(request).endswith(CUT_LINE)
+    assert _text(request).endswith(RESUMED_LINE)
