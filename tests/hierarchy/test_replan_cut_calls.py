@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
 from regiment.hierarchy import Prompts, RunStarted, StaleReportDropped, Team
+from regiment.hierarchy.run._journaling import LEASE_TTL
 from regiment.journal import SqliteJournal
 from regiment.models import ModelRequest, ModelResponse, TextPart, tool_call_response
 from regiment.tools import Tool, tool
@@ -122,6 +124,11 @@ async def test_a_cut_step_with_no_calls_is_not_listed() -> None:
 
 
 def _copy(live: Path, copy: Path) -> None:
+    """Copy what ``live`` has committed, once the write under way (a COMMIT begun) is."""
+    writer = sqlite3.connect(live, timeout=30, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # waits for the journal's write lock
+    writer.execute("ROLLBACK")
+    writer.close()
     with sqlite3.connect(live) as source, sqlite3.connect(copy) as target:
         source.backup(target)
     source.close()
@@ -130,7 +137,7 @@ def _copy(live: Path, copy: Path) -> None:
 
 def _committed(journal: SqliteJournal, text: str) -> threading.Event:
     """Set once a write transaction that inserted a record whose body holds ``text``
-    has committed (SQLite's own statement trace of the journal's connection)."""
+    begins to commit (SQLite's own statement trace of the journal's connection)."""
     wanted, seen, done = text.encode().hex().upper(), [False], threading.Event()
 
     def trace(statement: str) -> None:
@@ -173,7 +180,7 @@ async def test_a_resumed_run_lists_them_from_its_journal(tmp_path: Path) -> None
             tg.start_soon(run)
             await asked.wait()
             assert await anyio.to_thread.run_sync(dropped.wait, 30)
-            _copy(live, copy)  # what a kill -9 now would leave
+            await anyio.to_thread.run_sync(_copy, live, copy)  # what a kill -9 would leave
             tg.cancel_scope.cancel()
     finally:
         await journal.close()
@@ -181,8 +188,13 @@ async def test_a_resumed_run_lists_them_from_its_journal(tmp_path: Path) -> None
 
     again = Desk()
     brain = Brain([RECOVER], work=again.work())
-    async with _team(again, brain).start(journal=str(copy)) as running:
-        result = await running.resume(run_ids[0])
+    # A clock a lease's length ahead: the killed owner's lease has run out.
+    resumed = await SqliteJournal.open(copy, clock=lambda: time.time() + LEASE_TTL + 1)
+    try:
+        async with _team(again, brain).start(journal=resumed) as running:
+            result = await running.resume(run_ids[0])
+    finally:
+        await resumed.close()
     assert result.status == "completed", result
     assert (again.refunds, again.mails) == (0, 0)  # replayed: no body ran again
     (request,) = brain.plan_requests  # the first plan's reply was replayed

@@ -54,7 +54,7 @@ async def _renewal_fails_then_resumes(
         assert cut.is_set()
         said = str(failed.value)
         run_id = said.split()[1]
-        assert (await _status(journal, run_id, mend)) == "running"  # not finished: resumable
+        assert (await _status(journal, run_id, mend)) == "stalled"  # unfinished, ownerless
         result = await running.resume(run_id, deps=ledger)
     assert result.status == "completed", result
     effects = [line[0] for line in ledger.lines(ledger.effects)]
@@ -101,4 +101,5 @@ async def test_a_heartbeat_refused_by_a_stopped_postgres_server_fails_the_run_re
         said = await _renewal_fails_then_resumes(journal, tmp_path, server.halt, server.start_again)
     finally:
         await journal.close()
-    assert "unavailable" in said, said
+    assert "could not be journaled" in said, said
+    assert "Connection refused" in said, said

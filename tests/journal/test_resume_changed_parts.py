@@ -45,30 +45,27 @@ def _billing(team: Team) -> Worker:
     return worker
 
 
-@tool
-def notify(account: str) -> str:
-    """Tell an account's owner."""
-    return f"told {account}"
-
-
-def _changes() -> list[tuple[str, Team, str]]:
-    """(what, the changed team, what the refusal names)."""
+def _changes() -> list[tuple[str, Team, str, str]]:
+    """(what, the changed team, what the refusal names, how the forced resume ends)."""
     team = make_team(approve="bolt")
     billing = _billing(team)
-    comms = Worker(name="comms", description="writes", model=billing.model, tools=[notify])
     other_tool = [
         tool(description="Charge an account, at most once.")(billing.tools[0].__wrapped__)
     ]
     return [
         (
-            "worker added",
-            dataclasses.replace(team, workers=[billing, comms]),
-            "worker 'comms' added",
+            "worker renamed",
+            dataclasses.replace(
+                team, workers=[dataclasses.replace(billing, tools=billing.tools, name="payments")]
+            ),
+            "worker 'billing' removed; worker 'payments' added",
+            "paused",  # its call asks again: the decision was on billing's
         ),
         (
             "tool changed",
             dataclasses.replace(team, workers=[dataclasses.replace(billing, tools=other_tool)]),
             "worker 'billing': tool 'charge' changed",
+            "completed",
         ),
         (
             "prompt",
@@ -79,11 +76,13 @@ def _changes() -> list[tuple[str, Team, str]]:
                 ],
             ),
             "worker 'billing': its system prompt or iteration limit changed",
+            "completed",
         ),
         (
             "budget",
             dataclasses.replace(team, budget=Budget(model_calls=99)),
             "the budget changed",
+            "completed",
         ),
     ]
 
@@ -92,7 +91,7 @@ def _changes() -> list[tuple[str, Team, str]]:
 async def test_the_refusal_and_a_forced_resumes_warning_name_the_part(
     case: int, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _, changed, named = _changes()[case]
+    _, changed, named, status = _changes()[case]
     path, ledger = tmp_path / "runs.db", Ledger(tmp_path)
     run_id = await _paused(path, ledger)
     async with changed.start(journal=path) as running:
@@ -103,7 +102,7 @@ async def test_the_refusal_and_a_forced_resumes_warning_name_the_part(
         assert f": {named}, so a resume might not redo the same run; pass force=True" in message
         with caplog.at_level(logging.WARNING, logger="regiment.run"):
             result = await running.resume(run_id, deps=ledger, force=True)
-    assert result.status == "completed", result
+    assert result.status == status, result
     (warning,) = [r for r in caplog.records if "differently configured" in r.getMessage()]
     assert warning.levelno == logging.WARNING
     assert warning.getMessage() == (
