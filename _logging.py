@@ -16,7 +16,7 @@ from typing import TextIO
 from regiment._text import visible
 from regiment.hierarchy import RunContextFilter
 
-__all__ = ("CONTEXT", "SDK_LOGGERS", "ContextFormatter", "level_for", "logging_to")
+__all__ = ("CONTEXT", "SDK_LOGGERS", "SHOWN", "ContextFormatter", "level_for", "logging_to")
 
 CONTEXT = ("run_id", "step_id", "worker", "trace_id")
 
@@ -25,6 +25,9 @@ CONTEXT = ("run_id", "step_id", "worker", "trace_id")
 # the SDKs, and what a Ray replica's forwarded warnings may come from) logs every request
 # at INFO: its lines start at WARNING below -vv (see ``_FLOORS``).
 SDK_LOGGERS = ("anthropic", "openai", "mcp", "httpx")
+# What the command line shows without -v: the SDKs' warnings, and a forced resume's word on
+# what changed in the team (``regiment.resume``: a user who forced it must see that).
+SHOWN = (*SDK_LOGGERS, "regiment.resume")
 _FLOORS = {"httpx": logging.WARNING}
 
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 
 import anyio
 
-from regiment._logging import SDK_LOGGERS, level_for, logging_to
+from regiment._logging import SHOWN, level_for, logging_to
 from regiment._signals import EXIT_TERMINATED, leave_on_signal
 from regiment.cli._approvals import approval_command
 from regiment.cli._args import parse as parse_command
@@ -212,8 +212,9 @@ async def _dispatch(
             tg.start_soon(watch_signals, interrupt, last_words, got)
         with (
             slow_stop_notice(stderr),
-            # Without -v, only the SDKs' warnings (one line each, not a traceback).
-            logging_to(stderr, level_for(args.verbose), None if args.verbose else SDK_LOGGERS),
+            # Without -v, only the SDKs' warnings (one line each, not a traceback), and a
+            # forced resume's (what changed in the team).
+            logging_to(stderr, level_for(args.verbose), None if args.verbose else SHOWN),
         ):
             code = await _guarded(config, options, stdout, stderr, (interrupt, last_words))
         tg.cancel_scope.cancel()  # stop watching signals

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ("Opened", "finished", "open_channel", "reopen", "reopened")
 
-_log = logging.getLogger("regiment.run")
+_log = logging.getLogger("regiment.resume")
 
 Opened: TypeAlias = tuple[RunChannel, MemoryObjectReceiveStream[Event] | RunEnd]
 """A run in progress: its channel, and the stream its events arrive on."""
@@ -220,7 +220,7 @@ async def _acquire(
 
 def _same_config(created: RunCreated, team: Team, *, force: bool) -> None:
     """Refuse a team configured otherwise than the run's (``force``: a WARNING on
-    ``regiment.run`` instead), naming the parts that changed."""
+    ``regiment.resume`` instead), naming the parts that changed."""
     now, parts = config_hashes(team)
     if now == created.config_hash:
         return

@@ -100,7 +100,7 @@ async def test_the_refusal_and_a_forced_resumes_warning_name_the_part(
         message = str(refused.value)
         assert "differently configured team 'billing-desk' " in message
         assert f": {named}, so a resume might not redo the same run; pass force=True" in message
-        with caplog.at_level(logging.WARNING, logger="regiment.run"):
+        with caplog.at_level(logging.WARNING, logger="regiment.resume"):
             result = await running.resume(run_id, deps=ledger, force=True)
     assert result.status == status, result
     (warning,) = [r for r in caplog.records if "differently configured" in r.getMessage()]
