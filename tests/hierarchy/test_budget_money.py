@@ -279,5 +279,5 @@ def test_a_budget_without_usd_hashes_as_before_so_old_paused_runs_resume() -> No
         '{"model_calls":null,"tool_calls":null,"tokens":null,"input_tokens":null,'
         '"output_tokens":null,"replans":3,"rounds":3,"wall_clock":null,"on_exhausted":"partial"}'
     )
-    assert old in _config_parts(_team(Budget()))
-    assert any('"usd":1.0' in part for part in _config_parts(_team(Budget(usd=1.0))))
+    assert ("budget", old) in _config_parts(_team(Budget()))
+    assert any('"usd":1.0' in part for _, part in _config_parts(_team(Budget(usd=1.0))))
