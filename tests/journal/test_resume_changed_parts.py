@@ -49,9 +49,8 @@ def _changes() -> list[tuple[str, Team, str, str]]:
     """(what, the changed team, what the refusal names, how the forced resume ends)."""
     team = make_team(approve="bolt")
     billing = _billing(team)
-    other_tool = [
-        tool(description="Charge an account, at most once.")(billing.tools[0].__wrapped__)
-    ]
+    (charge,) = billing.toolset.tools
+    other_tool = [tool(description="Charge an account, at most once.")(charge.__wrapped__)]
     return [
         (
             "worker renamed",
