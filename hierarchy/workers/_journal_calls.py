@@ -261,8 +261,7 @@ class StepCalls:
     async def _judging(
         self, key: str, role: str, caller: ModelCaller, request: ModelRequest
     ) -> None:
-        """A judge's call is about to be sent: its intent first, whatever the budget (one
-        in flight at a crash is counted on resume, as under a spending budget)."""
+        """A judge's call is about to be sent: its intent first (counted if cut by a crash)."""
         if self._journaled and self._run is not None:
             await journal_intent(self._run, key, self._worker, caller, request)
 
