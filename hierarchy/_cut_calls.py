@@ -148,6 +148,7 @@ class CutWatch:
         "_reset",
         "_spent",
         "_where",
+        "_whole",
         "answered_judges",
         "earlier",
         "got",
@@ -160,8 +161,11 @@ class CutWatch:
         spent: Spent,
         where: str,
         pending: list[tuple[GuardRole, ModelResponse]] | None = None,
+        whole: bool = True,
     ) -> None:
-        self._spent, self._where = spent, where
+        # ``whole``: the call itself is charged too (else its guards' judge calls alone: a
+        # run whose budget holds no calls, with no critic, counts only those)
+        self._spent, self._where, self._whole = spent, where, whole
         # the call in flight: its key, role, caller and request (its most worked out if cut)
         self._flying: tuple[str, str, ModelCaller, ModelRequest] | None = None
         self._call = ("", "")  # the watched call's key and role, once sent
@@ -237,6 +241,9 @@ class CutWatch:
         flying, got, earlier = self._flying, self.got, self.earlier
         self._flying = self.got = self.earlier = None
         self.settled = True
+        if not self._whole:  # its guards' judges alone
+            self._charge_judges()
+            return
         if earlier is not None:  # a synthesis' earlier asks: what their replies reported
             self._charge_got(*earlier)
         if flying is not None and got is None:

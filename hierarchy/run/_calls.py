@@ -174,12 +174,14 @@ class PhaseCalls:
                 self.refused = ""
                 return held_limit(ledger)
             request = held
-        # A call cut is charged: under a budget that holds calls, and whatever the budget
-        # in a team with a critic or with guards that judge (cut with the call, counted)
+        # A call cut is charged: under a budget that holds calls, and whatever the budget in
+        # a team with a critic (a critique cut in flight is billed, so counted); its guards'
+        # judge calls whatever the budget (charged as the call is cut, before the result)
         if self._watch is None and (
-            holds_calls(ledger.budget) or guarded or self._team.critic is not None
+            (whole := holds_calls(ledger.budget) or self._team.critic is not None) or guarded
         ):
-            self._watch = CutWatch(ledger.spent, f"run {self._run_id}", self._guard_spent)
+            where = f"run {self._run_id}"
+            self._watch = CutWatch(ledger.spent, where, self._guard_spent, whole=whole)
         self._token += 1
         self._scope = ctx.system.new_cancel_scope()  # the backend's class: no lookup
         replayed = self._replayed(purpose)

@@ -83,6 +83,10 @@ async def test_a_planner_guards_judge_call_cut_in_flight_is_charged_at_its_most(
 ) -> None:
     caplog.set_level(logging.INFO, logger="regiment.run")
     result = await _cut_while_judging("planner", budget)
+    if budget.usd is None:  # the judge alone: the plan's reply, cut, is a planner call's
+        estimated = _judge_charged(result, "planner", caplog, calls=1)
+        assert result.usage_by_role["planner"] == estimated
+        return
     estimated = _judge_charged(result, "planner", caplog)
     plan = [r for r in caplog.records if "was not used" in r.getMessage()]
     assert len(plan) == 1  # the plan's reply, judged when cut: charged what it reported
