@@ -18,7 +18,7 @@ from typing import assert_never, final
 
 import anyio
 import msgspec
-from opentelemetry.trace import Span
+from opentelemetry.trace import INVALID_SPAN, Span
 
 from regiment.actors import ActorContext
 from regiment.hierarchy._afford import refused_detail
@@ -266,36 +266,33 @@ class PhaseCalls:
         span: Span | None = None
         # The call's log mark, set and reset by C calls (a log_context is 3 Python calls, #22)
         mark, marked = LOG_MARK.set((self._run_id, None, self._team.planner.name)), True
+        telemetry = self._trace.telemetry
         try:
-            # The purse holds the guards' model calls made in this call to the run's budget.
-            with (
-                scope,
-                _UNJUDGED if purse is None else judging_within(purse, self._tape),
-                self._trace.in_run(),
-                phase_span(self._team, self._model_caller(purpose).agent, purpose, facts) as span,
+            if (
+                purse is None
+                and purpose != "replan"
+                and not (telemetry.traced or telemetry.tracing)
             ):
-                if purpose == "replan":  # the version it makes (its span names the planner)
-                    self._trace.telemetry.recorder.replan(span, new_version=facts.version + 1)
-                if replayed is not None and span.is_recording():  # journaled: not asked again
-                    span.set_attribute(sc.REGIMENT_REPLAYED, True)
-                try:
-                    if replayed is not None:
-                        asked: tuple[ModelResponse, int, Unpaid | None] = replayed
-                    elif (watch := self._watch) is None:
-                        asked = await self._ask(purpose, request)
-                    else:  # a call cut in flight is charged at its most
-                        with watch.sent(
-                            purpose, ROLES[purpose], self._model_caller(purpose), request
-                        ):
-                            asked = await self._ask(purpose, request)
-                            watch.answered(asked[0].usage, asked[1])  # watched till taken
-                    response, calls, unpaid = asked
-                    reply = ModelReplied(
-                        purpose, token, response, calls=calls, span=span, unpaid=unpaid
-                    )
-                except Exception as exc:  # any failure of the model ends the run with it
-                    self._trace.telemetry.recorder.failure(span, exc)
-                    reply = ModelReplied(purpose, token, None, exc, span=span)
+                # Unjudged, untraced, no replan metric: its guards' purse, the run span's
+                # context and its phase span would be three null contexts (#22).
+                span = INVALID_SPAN
+                with scope:
+                    reply = await self._replied(purpose, request, token, replayed, span)
+            else:
+                # The purse holds the guards' model calls made in this call to the run's budget.
+                with (
+                    scope,
+                    _UNJUDGED if purse is None else judging_within(purse, self._tape),
+                    self._trace.in_run(),
+                    phase_span(
+                        self._team, self._model_caller(purpose).agent, purpose, facts
+                    ) as span,
+                ):
+                    if purpose == "replan":  # the version it makes (its span names the planner)
+                        telemetry.recorder.replan(span, new_version=facts.version + 1)
+                    if replayed is not None and span.is_recording():  # journaled: not asked again
+                        span.set_attribute(sc.REGIMENT_REPLAYED, True)
+                    reply = await self._replied(purpose, request, token, replayed, span)
             LOG_MARK.reset(mark)
             marked = False
             if reply is not None:  # handled here, outside the call's scope and marks, with
@@ -306,8 +303,32 @@ class PhaseCalls:
                 LOG_MARK.reset(mark)
             if self._watch is not None:  # a reply the planner did not take is charged
                 self._watch.dropped()
-            if span is not None:
+            if span is not None and span is not INVALID_SPAN:
                 span.end()
+
+    async def _replied(
+        self,
+        purpose: Purpose,
+        request: ModelRequest,
+        token: int,
+        replayed: Replayed | None,
+        span: Span,
+    ) -> ModelReplied:
+        """The reply to one call (its failure, if the model raised), as the planner takes it."""
+        try:
+            if replayed is not None:
+                asked: tuple[ModelResponse, int, Unpaid | None] = replayed
+            elif (watch := self._watch) is None:
+                asked = await self._ask(purpose, request)
+            else:  # a call cut in flight is charged at its most
+                with watch.sent(purpose, ROLES[purpose], self._model_caller(purpose), request):
+                    asked = await self._ask(purpose, request)
+                    watch.answered(asked[0].usage, asked[1])  # watched till taken
+            response, calls, unpaid = asked
+            return ModelReplied(purpose, token, response, calls=calls, span=span, unpaid=unpaid)
+        except Exception as exc:  # any failure of the model ends the run with it
+            self._trace.telemetry.recorder.failure(span, exc)
+            return ModelReplied(purpose, token, None, exc, span=span)
 
     async def _ask(
         self, purpose: Purpose, request: ModelRequest
