@@ -277,7 +277,7 @@ class PhaseCalls:
                 # context and its phase span would be three null contexts (#22).
                 span = INVALID_SPAN
                 with scope:
-                    reply = await self._replied(purpose, request, token, replayed, span)
+                    reply = await _replied(self, purpose, request, token, replayed, span)
             else:
                 # The purse holds the guards' model calls made in this call to the run's budget.
                 with (
@@ -292,7 +292,7 @@ class PhaseCalls:
                         telemetry.recorder.replan(span, new_version=facts.version + 1)
                     if replayed is not None and span.is_recording():  # journaled: not asked again
                         span.set_attribute(sc.REGIMENT_REPLAYED, True)
-                    reply = await self._replied(purpose, request, token, replayed, span)
+                    reply = await _replied(self, purpose, request, token, replayed, span)
             LOG_MARK.reset(mark)
             marked = False
             if reply is not None:  # handled here, outside the call's scope and marks, with
@@ -305,30 +305,6 @@ class PhaseCalls:
                 self._watch.dropped()
             if span is not None and span is not INVALID_SPAN:
                 span.end()
-
-    async def _replied(
-        self,
-        purpose: Purpose,
-        request: ModelRequest,
-        token: int,
-        replayed: Replayed | None,
-        span: Span,
-    ) -> ModelReplied:
-        """The reply to one call (its failure, if the model raised), as the planner takes it."""
-        try:
-            if replayed is not None:
-                asked: tuple[ModelResponse, int, Unpaid | None] = replayed
-            elif (watch := self._watch) is None:
-                asked = await self._ask(purpose, request)
-            else:  # a call cut in flight is charged at its most
-                with watch.sent(purpose, ROLES[purpose], self._model_caller(purpose), request):
-                    asked = await self._ask(purpose, request)
-                    watch.answered(asked[0].usage, asked[1])  # watched till taken
-            response, calls, unpaid = asked
-            return ModelReplied(purpose, token, response, calls=calls, span=span, unpaid=unpaid)
-        except Exception as exc:  # any failure of the model ends the run with it
-            self._trace.telemetry.recorder.failure(span, exc)
-            return ModelReplied(purpose, token, None, exc, span=span)
 
     async def _ask(
         self, purpose: Purpose, request: ModelRequest
@@ -359,6 +335,28 @@ class PhaseCalls:
         """Stream the answer the answer guards let through (held back while they judged)."""
         if self._live is not None:
             self._live.tell(ModelRequest(messages=(), role="synthesizer"), answer)
+
+
+async def _replied(
+    calls: PhaseCalls, purpose: Purpose, request: ModelRequest, token: int,
+    replayed: Replayed | None, span: Span,
+) -> ModelReplied:  # fmt: skip
+    """The reply to one of ``calls``' calls (its failure, if the model raised), as the
+    planner takes it."""
+    try:
+        if replayed is not None:
+            asked: tuple[ModelResponse, int, Unpaid | None] = replayed
+        elif (watch := calls._watch) is None:
+            asked = await calls._ask(purpose, request)
+        else:  # a call cut in flight is charged at its most
+            with watch.sent(purpose, ROLES[purpose], calls._model_caller(purpose), request):
+                asked = await calls._ask(purpose, request)
+                watch.answered(asked[0].usage, asked[1])  # watched till taken
+        response, count, unpaid = asked
+        return ModelReplied(purpose, token, response, calls=count, span=span, unpaid=unpaid)
+    except Exception as exc:  # any failure of the model ends the run with it
+        calls._trace.telemetry.recorder.failure(span, exc)
+        return ModelReplied(purpose, token, None, exc, span=span)
 
 
 def _when_paid(
