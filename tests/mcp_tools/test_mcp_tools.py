@@ -312,16 +312,18 @@ def add(a: int, b: int) -> int:
 
 async def test_name_clashes_without_a_prefix_name_both_sources(http_url: str) -> None:
     local = Toolset("w", [Tool(add)])
+    unprefixed = stdio()  # started once: the hub keeps it (by identity) for the next clash
     async with MCPHub.open() as hub:
         with pytest.raises(ConfigError) as plain:
-            await hub.worker_tools(local, [stdio()])
+            await hub.worker_tools(local, [unprefixed])
         assert "'add' comes from both the tools of 'w' and MCP server 'stdio-app'" in str(
             plain.value
         )
         assert "prefix=" in str(plain.value)
         other = MCPServer.http(http_url, name="http-app")
         with pytest.raises(ConfigError) as servers:
-            await hub.worker_tools(Toolset("w"), [stdio(), other])
+            await hub.worker_tools(Toolset("w"), [unprefixed, other])
+        assert len(server_children()) == 1  # the first clash's server, not a second one
         assert "both MCP server 'stdio-app' and MCP server 'http-app'" in str(servers.value)
         fixed = MCPServer.http(http_url, name="http-app", prefix="h_")
         live = await hub.worker_tools(local, [stdio(exclude=["add"]), fixed])
