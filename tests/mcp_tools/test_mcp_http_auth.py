@@ -3,6 +3,8 @@ one that refuses them says so, with the HTTP status and what to give."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from regiment.errors import ToolError
@@ -13,18 +15,27 @@ from .conftest import SDK_HTTP_LEAKS, start_http, stop
 pytestmark = [pytest.mark.anyio, *SDK_HTTP_LEAKS]
 
 
-async def test_a_server_that_wants_a_token_gets_it_from_headers_or_says_what_it_wants() -> None:
+@pytest.fixture(scope="module")
+def guarded_port() -> Iterator[int]:
+    """A server that wants the token ``s3cret``, for the module's tests that leave it so
+    (one that rotates its token starts its own)."""
     process, port = start_http(0, "guarded", "--token", "s3cret")
-    url = f"http://127.0.0.1:{port}/mcp"
     try:
-        async with MCPHub.open() as hub:
-            given = MCPServer.http(url, name="guarded", headers={"Authorization": "Bearer s3cret"})
-            tools = (await hub.worker_tools(Toolset("w"), [given])).current()
-            added = await tools.call("add", {"a": 1, "b": 2}, call_id="c1")
-            with pytest.raises(ToolError) as refused:
-                await hub.worker_tools(Toolset("v"), [MCPServer.http(url, name="bare")])
+        yield port
     finally:
         stop(process)
+
+
+async def test_a_server_that_wants_a_token_gets_it_from_headers_or_says_what_it_wants(
+    guarded_port: int,
+) -> None:
+    url = f"http://127.0.0.1:{guarded_port}/mcp"
+    async with MCPHub.open() as hub:
+        given = MCPServer.http(url, name="guarded", headers={"Authorization": "Bearer s3cret"})
+        tools = (await hub.worker_tools(Toolset("w"), [given])).current()
+        added = await tools.call("add", {"a": 1, "b": 2}, call_id="c1")
+        with pytest.raises(ToolError) as refused:
+            await hub.worker_tools(Toolset("v"), [MCPServer.http(url, name="bare")])
     assert added.content == {"result": 3}
     # It said "MCPError: Server returned an error response", with no word of the status.
     assert str(refused.value) == (
@@ -36,18 +47,14 @@ async def test_a_server_that_wants_a_token_gets_it_from_headers_or_says_what_it_
     )
 
 
-async def test_a_key_in_the_url_stays_out_of_names_and_messages() -> None:
+async def test_a_key_in_the_url_stays_out_of_names_and_messages(guarded_port: int) -> None:
     # The URL was the server's name as given: its key went to logs, spans, and (in a
     # lost call's error) to the model and the journal.
-    process, port = start_http(0, "guarded", "--token", "s3cret")
-    url = f"http://KEY1@127.0.0.1:{port}/mcp?api_key=KEY2&v=1"
-    try:
-        async with MCPHub.open() as hub:
-            with pytest.raises(ToolError) as refused:
-                await hub.worker_tools(Toolset("w"), [MCPServer.http(url)])
-    finally:
-        stop(process)
-    shown = f"http://127.0.0.1:{port}/mcp?api_key=...&v=..."
+    url = f"http://KEY1@127.0.0.1:{guarded_port}/mcp?api_key=KEY2&v=1"
+    async with MCPHub.open() as hub:
+        with pytest.raises(ToolError) as refused:
+            await hub.worker_tools(Toolset("w"), [MCPServer.http(url)])
+    shown = f"http://127.0.0.1:{guarded_port}/mcp?api_key=...&v=..."
     assert MCPServer.http(url).name == shown
     assert str(refused.value).startswith(f"MCP server '{shown}' could not be connected to: ")
     assert "KEY" not in str(refused.value)
