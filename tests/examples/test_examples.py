@@ -136,34 +136,19 @@ PROGRAMS = [
 ]
 
 
-def _run_together(*commands: list[str]) -> list[subprocess.CompletedProcess[str]]:
-    """Each of ``commands`` run to its end, all started at once (a start is most of each);
-    any still running when one fails or times out is killed, and all are reaped."""
-    started = [
-        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for c in commands
-    ]
-    done = []
-    try:
-        for command, process in zip(commands, started, strict=True):
-            out, err = process.communicate(timeout=60)
-            done.append(subprocess.CompletedProcess(command, process.returncode, out, err))
-    finally:
-        for process in started:
-            with process:  # its pipes closed, it reaped
-                if process.poll() is None:
-                    process.kill()
-    return done
-
-
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_an_argument_an_example_does_not_take_is_a_usage_error(program: str) -> None:
     # ping_pong.py exited 1 (a failure's code) for a bad argument; the others ignored any
     # argument, `--help` too, and ran the whole story.
     path = str(EXAMPLES / program)
-    wrong, helped = _run_together([sys.executable, path, "--bogus"], [sys.executable, path, "-h"])
+    wrong = subprocess.run(
+        [sys.executable, path, "--bogus"], capture_output=True, text=True, timeout=60
+    )
     assert (wrong.returncode, wrong.stdout) == (2, ""), wrong.stderr
     assert wrong.stderr.splitlines()[-1].endswith("error: unrecognized arguments: --bogus")
+    helped = subprocess.run(
+        [sys.executable, path, "-h"], capture_output=True, text=True, timeout=60
+    )
     assert (helped.returncode, helped.stderr) == (0, "")
     assert helped.stdout.startswith(f"usage: {Path(program).name} [-h]")
     first = (EXAMPLES / program).read_text(encoding="utf-8").splitlines()[0].strip('"')

@@ -24,7 +24,7 @@ import pytest
 
 from regiment.journal import Entry, RunFinished, RunInfo, open_journal
 from tests.cli.helpers import write_team
-from tests.serve.cli_serving import Served, serving_together
+from tests.serve.cli_serving import Served, serving
 
 from .test_crash_resume import where
 
@@ -71,7 +71,11 @@ def test_the_old_owner_says_the_run_was_taken_over_and_lists_it_as_the_journal_d
 ) -> None:
     team = write_team(tmp_path, "stuck")
     flags = ("--journal", where, "--lease-ttl", "1")
-    with serving_together(2, team, *flags) as (old, new), ThreadPoolExecutor(2) as threads:
+    with (
+        serving(team, *flags) as old,
+        serving(team, *flags) as new,
+        ThreadPoolExecutor(2) as threads,
+    ):
         waiting = threads.submit(
             httpx.post, f"{old.url}/runs?wait=true", json={"goal": "wait"}, timeout=60
         )
@@ -111,7 +115,7 @@ def test_a_late_follower_of_the_old_owner_gets_the_take_over_and_the_old_owner_s
     # journal's close raised the refusal of the run's last writes, reported already.
     team = write_team(tmp_path, "stuck")
     flags = ("--journal", where, "--lease-ttl", "1")
-    with serving_together(2, team, *flags) as (old, new):
+    with serving(team, *flags) as old, serving(team, *flags) as new:
         run_id = httpx.post(f"{old.url}/runs", json={"goal": "wait"}).json()["run_id"]
         old.read_until("run started")
         _take_over(run_id, old, new)

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack, asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import anyio
@@ -34,7 +34,6 @@ __all__ = (
     "serve_and_ask",
     "served",
     "serving",
-    "serving_together",
 )
 
 REFUND = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "team.toml")
@@ -155,49 +154,19 @@ def serving(
     """``python -m regiment serve TEAM`` (its ``--app-dir`` the team file's folder, plus
     ``flags``; ``env`` added to its environment), or ``program`` given those arguments,
     as a process of its own, once it listens; killed on the way out if still up."""
-    with serving_together(1, team, *flags, env=env, program=program) as (served,):
-        yield served
-
-
-@contextmanager
-def serving_together(
-    count: int,
-    team: Path,
-    *flags: str,
-    env: dict[str, str] | None = None,
-    program: tuple[str, ...] = REGIMENT,
-) -> Iterator[tuple[Served, ...]]:
-    """``count`` processes as ``serving`` starts one, all started at once (a process's
-    start is most of a second of Python imports: theirs overlap), once each listens."""
     argv = ["serve", str(team), "--port", "0", "--app-dir", str(team.parent), *flags]
-    with ExitStack() as stack:
-        children = [
-            stack.enter_context(
-                _reaped(
-                    subprocess.Popen(
-                        [sys.executable, *program, *argv],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.PIPE,
-                        text=True,
-                        env={**os.environ, **(env or {})},
-                    )
-                )
-            )
-            for _ in range(count)
-        ]
-        served = tuple(Served(child, "") for child in children)
-        for one in served:
-            one.read_until("Uvicorn running on")
-            one.url = f"http://127.0.0.1:{listening_port(one.seen[-1])}"
-        yield served
-
-
-@contextmanager
-def _reaped(child: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
-    """``child``, killed on the way out if still up, and reaped."""
-    with child:
+    with subprocess.Popen(
+        [sys.executable, *program, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    ) as child:
+        served = Served(child, "")
         try:
-            yield child
+            served.read_until("Uvicorn running on")
+            served.url = f"http://127.0.0.1:{listening_port(served.seen[-1])}"
+            yield served
         finally:
             if child.poll() is None:
                 child.kill()
