@@ -216,7 +216,7 @@ RAY_UNITS = ("tests/ray", "tests/ray, second half")
 HEAVY_FIRST = (
     *RAY_UNITS,
     "tests/mcp_tools/test_mcp_stdio_stop.py",  # 276 s, 17 tests (est.: 2 of 19 merged)
-    "tests/mcp_tools/test_mcp_tools.py",  # 216 s, 49 tests
+    "tests/mcp_tools/test_mcp_tools.py",  # 190 s, 49 tests (est.: 2 of 47 starts merged, gc)
     "tests/mcp_tools/test_mcp_team.py",  # 130 s, 30 tests
     "tests/mcp_tools/test_mcp_serve_cancel.py",  # 95 s, 4 tests
     "tests/journal/test_served_takeover.py",  # 89 s, 4 tests
@@ -226,7 +226,6 @@ HEAVY_FIRST = (
     "tests/telemetry/test_interrupted_spans.py",  # 84 s, 6 tests (est.: asyncio only)
     "tests/journal/test_crash_resume.py",  # 70 s, 24 tests
     "tests/journal/test_nested_resume.py",  # 64 s, 18 tests
-    "tests/mcp_tools/test_mcp_http_auth.py",  # 60 s, 6 tests
     "tests/models/test_providers.py",  # 59 s, 213 tests
     "tests/hierarchy/test_run_cycles.py",  # 57 s, 8 tests
     "tests/cli/test_plain_install.py",  # 56 s, 8 tests (est.: pip --no-compile)
@@ -247,6 +246,7 @@ HEAVY_FIRST = (
     "tests/journal/test_resume_trace.py",  # 42 s, 5 tests
     "tests/cli/test_usage_before_notes.py",  # 42 s, 6 tests
     "tests/cli/test_interrupt_waits.py",  # 40 s, 3 tests
+    "tests/mcp_tools/test_mcp_http_auth.py",  # 40 s, 6 tests (est.: 6 -> 3 servers)
     "tests/test_public_structs.py",  # 36 s, 1 tests
     "tests/serve/test_follow_elsewhere.py",  # 35 s, 8 tests (one process, load 2)
     "tests/cli/test_answer_unwritten.py",  # 34 s, 5 tests
