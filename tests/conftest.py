@@ -216,7 +216,7 @@ RAY_UNITS = ("tests/ray", "tests/ray, second half")
 HEAVY_FIRST = (
     *RAY_UNITS,
     "tests/mcp_tools/test_mcp_stdio_stop.py",  # 276 s, 17 tests (est.: 2 of 19 merged)
-    "tests/mcp_tools/test_mcp_tools.py",  # 190 s, 49 tests (est.: 2 of 47 starts merged, gc)
+    "tests/mcp_tools/test_mcp_tools.py",  # 183 s, 49 tests (est.: 2 starts merged, gc)
     "tests/mcp_tools/test_mcp_team.py",  # 130 s, 30 tests
     "tests/mcp_tools/test_mcp_serve_cancel.py",  # 95 s, 4 tests
     "tests/journal/test_served_takeover.py",  # 89 s, 4 tests
@@ -246,8 +246,8 @@ HEAVY_FIRST = (
     "tests/journal/test_resume_trace.py",  # 42 s, 5 tests
     "tests/cli/test_usage_before_notes.py",  # 42 s, 6 tests
     "tests/cli/test_interrupt_waits.py",  # 40 s, 3 tests
-    "tests/mcp_tools/test_mcp_http_auth.py",  # 40 s, 6 tests (est.: 6 -> 3 servers)
     "tests/test_public_structs.py",  # 36 s, 1 tests
+    "tests/mcp_tools/test_mcp_http_auth.py",  # 36 s, 6 tests (est.: 6 -> 3 servers)
     "tests/serve/test_follow_elsewhere.py",  # 35 s, 8 tests (one process, load 2)
     "tests/cli/test_answer_unwritten.py",  # 34 s, 5 tests
     "tests/cli/test_show_ends.py",  # 33 s, 5 tests
