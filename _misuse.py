@@ -8,13 +8,21 @@ builtin a caller may already catch (``TypeError``, ``RuntimeError``), as before.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
 from regiment.errors import ConfigError
 
-__all__ = ("ConfigStruct", "KnownFields", "Misused", "WrongType", "a_kind")
+__all__ = (
+    "ConfigStruct",
+    "EnterFirst",
+    "KnownFields",
+    "Misused",
+    "NotEntered",
+    "WrongType",
+    "a_kind",
+)
 
 
 class WrongType(ConfigError, TypeError):
@@ -23,6 +31,57 @@ class WrongType(ConfigError, TypeError):
 
 class Misused(ConfigError, RuntimeError):
     """An object used in a way its state does not allow (entered twice, say)."""
+
+
+class NotEntered(ConfigError, AttributeError):
+    """An async context manager asked for what only the object it yields has
+    (``team.start().run``): the ``AttributeError`` it was, saying to enter it first."""
+
+
+class EnterFirst:
+    """A base for an async context manager users enter (``team.start()``): used as what it
+    yields (an attribute only that has, ``await``, a plain ``with``), it raises a
+    ``ConfigError`` showing the ``async with`` line, not Python's ``AttributeError:
+    '_AsyncGeneratorContextManager' object has no attribute 'run'``. Python consults
+    ``__getattr__`` only for an attribute the object lacks, so a right use pays nothing.
+    """
+
+    __slots__ = ()
+
+    # What the caller wrote, and a name for what the block yields: ("team.start()", "running").
+    entered_as: ClassVar[tuple[str, str]] = ("it", "it")
+    after: ClassVar[str] = ""  # said after the line: what leaving the block does, say
+
+    def entry(self) -> tuple[str, str]:
+        """``entered_as``; an object whose call reads otherwise says so here."""
+        return self.entered_as
+
+    if not TYPE_CHECKING:  # for the run-time error only: type checkers refuse these uses as is
+
+        def __getattr__(self, name):
+            if name.startswith("_"):  # Python's own probes (copy, pickle, reprs): as ever
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            call, held = self.entry()
+            raise NotEntered(
+                f"{call} is an async context manager, which has no {name!r}: enter it, "
+                f"`async with {call} as {held}:`, and use `{held}.{name}`{self.after}"
+            )
+
+        def __await__(self):
+            raise self.not_entered("await")
+
+        def __enter__(self):
+            raise self.not_entered("with")
+
+        def __exit__(self, *exc_info):  # Python looks for it before it calls __enter__
+            return None
+
+    def not_entered(self, how: str) -> WrongType:
+        """``await`` or a plain ``with`` of it: the ``TypeError`` Python raised, saying how."""
+        call, held = self.entry()
+        return WrongType(
+            f"`{how} {call}` does not enter it: write `async with {call} as {held}:`{self.after}"
+        )
 
 
 def a_kind(value: object) -> str:

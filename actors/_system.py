@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar, cast, final
 import anyio
 from anyio.abc import TaskGroup
 
+from regiment._misuse import EnterFirst
 from regiment.actors._cell import Cell
 from regiment.actors._messages import DeadLetter, DeadLetterReason, Envelope
 from regiment.actors._policy import RestartPolicy
@@ -161,7 +162,12 @@ class ActorSystem:
         self._tg.cancel_scope.cancel()
 
 
-class _SystemScope(AbstractAsyncContextManager[ActorSystem]):
+class _SystemScope(EnterFirst, AbstractAsyncContextManager[ActorSystem]):
+    """Owns the system's task group (``async with open_actor_system() as system:``)."""
+
+    entered_as = ("open_actor_system()", "system")
+    after = "; every actor runs inside the block"
+
     def __init__(
         self,
         *,

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, final
 import anyio
 
 from regiment._text import counted
-from regiment.errors import ModelError, OutputInvalid
+from regiment.errors import OutputInvalid
 from regiment.hierarchy._in_flight import charge_cut, most_spent
+from regiment.hierarchy._raised_by import spent_by
 from regiment.journal import ModelCallStarted
 from regiment.models import ModelRequest, ModelResponse, Usage
 
@@ -119,12 +120,11 @@ def judges_handed() -> bool:
 
 def billed(error: BaseException | None) -> tuple[Usage, int] | None:
     """What a failed planner-side call spent all the same, and in how many model
-    calls: a refused reply, or structured answers that never validated."""
-    if isinstance(error, ModelError) and error.usage is not None:
-        return error.usage, error.model_calls
+    calls: a refused reply, structured answers that never validated, or a call that
+    failed saying nothing of its tokens (counted, none charged: ``spent_by``)."""
     if isinstance(error, OutputInvalid) and error.usage is not None:
         return error.usage, error.attempts
-    return None
+    return spent_by(error)
 
 
 @final

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from regiment.errors import ModelError
+from regiment.errors import ModelError, RegimentError
+from regiment.models import Usage
 
 if TYPE_CHECKING:
     from regiment.models import Model
 
-__all__ = ("described", "name_model", "raised_class")
+__all__ = ("described", "name_model", "raised_class", "spent_by")
+
+_NONE_KNOWN = Usage()
 
 # Set on what a model of the application's raised (not a ModelError): the model, named.
 _RAISED_BY = "_regiment_raised_by"
@@ -45,3 +48,17 @@ def raised_class(exc: BaseException) -> str:
     exported with it, has the message."""
     who = getattr(exc, _RAISED_BY, None)
     return f"{who} raised {type(exc).__name__}" if isinstance(who, str) else type(exc).__name__
+
+
+def spent_by(exc: BaseException | None) -> tuple[Usage, int] | None:
+    """What the failed model call that raised ``exc`` spent, and in how many model calls;
+    ``None`` when no model call raised it. A call was made whether or not its provider
+    said what it cost: one that failed saying nothing (an error status, a broken
+    connection, a model of the application's that raised) counts as a model call, its
+    tokens unknown (none charged). Not a ``ConfigError`` (settings that contradict each
+    other): no request was sent."""
+    if isinstance(exc, ModelError):
+        return (_NONE_KNOWN if exc.usage is None else exc.usage), exc.model_calls
+    if isinstance(exc, RegimentError) or getattr(exc, _RAISED_BY, None) is None:
+        return None
+    return _NONE_KNOWN, 1  # a model of the application's raised it

@@ -18,12 +18,13 @@ trace.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import _AsyncGeneratorContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, final
 
 import anyio
 
+from regiment._misuse import EnterFirst
 from regiment.errors import ConfigError
 from regiment.hierarchy._budget import Budget
 from regiment.hierarchy._money import check_money
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from regiment.models import ModelSettings
     from regiment.telemetry import Telemetry
 
-__all__ = ("Team",)
+__all__ = ("Team", "TeamStart")
 
 
 @final
@@ -139,15 +140,15 @@ class Team:
 
         return AnswerShape.of(self.output_type, self.output_retries, team=self.name)
 
-    @asynccontextmanager
-    async def start(
+    def start(
         self,
         *,
         journal: JournalSpec = None,
         lease_ttl: float = LEASE_TTL,
         team_file: TeamFile | None = None,
-    ) -> AsyncIterator[RunningTeam]:
-        """Spawn the team's actors in the current event loop; stop them on exit.
+    ) -> TeamStart:
+        """Spawn the team's actors in the current event loop; stop them on exit
+        (``async with team.start() as running:``).
 
         Args:
             journal: where runs are journaled: ``None`` (not at all, the default),
@@ -159,6 +160,12 @@ class Team:
                 (``RunCreated.team_file``) so that ``regiment resume RUN_ID`` can build
                 the team again; ``regiment run`` passes it.
         """
+        return TeamStart(self._started, (journal, lease_ttl, team_file), {})
+
+    async def _started(
+        self, journal: JournalSpec, lease_ttl: float, team_file: TeamFile | None
+    ) -> AsyncIterator[RunningTeam]:
+        """The body of :meth:`start`'s block: the team runs while it is suspended."""
         seconds("Team.start", "lease_ttl", lease_ttl)
         # The run engine loads when a team first starts, not with Team (issue #22): a
         # program that builds or checks teams (`regiment validate`) never pays for it.
@@ -209,6 +216,21 @@ class Team:
     def __repr__(self) -> str:  # the prompts, models and tools are the workers' own
         workers = ", ".join(repr(w.name) for w in self.workers)
         return f"Team({self.name!r}, workers=[{workers}], budget={self.budget!r})"
+
+
+@final
+class TeamStart(EnterFirst, _AsyncGeneratorContextManager["RunningTeam"]):
+    """What ``Team.start()`` returns: an async context manager, entered with ``async with
+    team.start() as running:``. Used without it (``team.start().run(goal)``, ``await
+    team.start()``) it raises a ``ConfigError`` showing that line (see ``EnterFirst``);
+    made and entered as ``asynccontextmanager`` makes and enters its own (no cost more)."""
+
+    __slots__ = ()
+    entered_as = ("team.start()", "running")
+    after = (
+        "; leaving the block stops the team (for one run, `await team.run(goal)` starts "
+        "and stops it)"
+    )
 
 
 def _check_parts(team: Team) -> None:

@@ -20,6 +20,7 @@ from regiment.models._api_errors import (
     shown_url,
     transient_stream_failure,
 )
+from regiment.models._call_ids import distinct_call_ids
 from regiment.models._estimate import estimate_tokens
 from regiment.models._messages import ModelRequest, ModelResponse, Usage
 from regiment.models._price import Price
@@ -316,7 +317,9 @@ class SDKModel(Generic[ClientT, ParamsT]):
         compatible servers and proxies do not, in a stream or at all), so token budgets
         still hold. Every request has input, so a usage with none of it (a stream's
         ``message_start`` without usage, then a ``message_delta`` with output tokens)
-        reported none: its input is estimated, what it did report is kept."""
+        reported none: its input is estimated, what it did report is kept. Its tool calls
+        get ids of their own (``distinct_call_ids``): a reply's calls go back by id."""
+        response = distinct_call_ids(response, self._model)
         usage = response.usage
         if usage.input_tokens or usage.cache_read_tokens or usage.cache_write_tokens:
             return response

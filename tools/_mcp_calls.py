@@ -23,12 +23,23 @@ from regiment._json import JsonObject
 from regiment.errors import ToolError
 from regiment.tools._mcp_logs import LogBudget
 from regiment.tools._mcp_stray import unreadable_text
+from regiment.tools._thread import left_running
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
     from mcp.types import CallToolResult
+    from mcp.types import Tool as ListedTool
 
-__all__ = ("Call", "MCPServerLost", "dispatch", "lost", "refuse", "unreadable")
+__all__ = (
+    "Call",
+    "MCPServerLost",
+    "dispatch",
+    "lost",
+    "may_run_on",
+    "refuse",
+    "retry_safe",
+    "unreadable",
+)
 
 
 class MCPServerLost(ToolError):
@@ -52,6 +63,7 @@ class Call:
     # messages during the call are logged in it.
     local: contextvars.Context = field(default_factory=contextvars.copy_context)
     logs: LogBudget = field(default_factory=LogBudget)  # of those messages, a minute
+    sent: bool = False  # handed to the session: the server may have it (and run on with it)
 
 
 Handler = Callable[["ClientSession", Call, anyio.Event], Coroutine[object, object, None]]
@@ -93,3 +105,25 @@ def unreadable(server: str, in_flight: set[Call], exc: Exception) -> None:
             request.reply.send_nowait(ToolError(message))
         request.scope.cancel()
     in_flight.clear()
+
+
+def retry_safe(listed: ListedTool) -> bool:
+    """Whether the server marks its tool safe to call again while a call of it may still
+    run: it changes nothing (``readOnlyHint``), or a repeat of a call adds nothing
+    (``idempotentHint``)."""
+    hints = listed.annotations
+    return hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
+
+
+def may_run_on(server: str, tool: str) -> None:
+    """A call sent to ``server`` was cut before its answer (its timeout, as a rule): the
+    server was told (``notifications/cancelled``), but no answer says it stopped, and a
+    tool running in a thread there cannot be stopped. If the call may be retried, its
+    retry is not made: a second call could act beside the first (see ``LeftRunning``)."""
+    if (left := left_running.get()) is not None:
+        left.unseen(
+            f"MCP server {server!r} may still be running it (it was asked to stop, and no "
+            "answer says it did), so it was not tried again, as a second call could act "
+            f"twice; a tool the server marks readOnlyHint or idempotentHint, unlike "
+            f"{tool!r}, is tried again"
+        )

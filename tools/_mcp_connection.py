@@ -35,7 +35,15 @@ from opentelemetry.util.types import AttributeValue
 from regiment._json import JsonObject
 from regiment.errors import ConfigError, ToolError
 from regiment.telemetry import activated
-from regiment.tools._mcp_calls import Call, MCPServerLost, dispatch, refuse, unreadable
+from regiment.tools._mcp_calls import (
+    Call,
+    MCPServerLost,
+    dispatch,
+    may_run_on,
+    refuse,
+    retry_safe,
+    unreadable,
+)
 from regiment.tools._mcp_http_answers import Refusals
 from regiment.tools._mcp_listing import Listings, list_again
 from regiment.tools._mcp_logs import ServerLogs
@@ -96,6 +104,7 @@ class MCPConnection:
         self._refusals = Refusals()  # the server's error statuses
         self._listings = Listings(server)  # tools the SDK could not read, left out
         self._names: frozenset[str] = frozenset()  # the server-side names last listed
+        self._retry_safe: frozenset[str] = frozenset()  # of them, those marked safe to repeat
         self._stray = StrayOutput(server)  # stdout lines that are no MCP message
         self._logs = ServerLogs(server.name, self._in_flight)  # its log messages, logged
 
@@ -157,6 +166,10 @@ class MCPConnection:
                 outcome = await answer.receive()
             except anyio.EndOfStream:
                 raise MCPServerLost(self._gone or self._restarts.lost_mid_call()) from None
+            except anyio.get_cancelled_exc_class():  # cut (its timeout, its step's end)
+                if request.sent and name not in self._retry_safe:
+                    may_run_on(self.server.name, name)
+                raise
             finally:
                 request.scope.cancel()  # a no-op once answered; else stops the call in the owner
         if self._covered < self._noticed:
@@ -287,6 +300,7 @@ class MCPConnection:
                 note_request_ids(trace.get_current_span())  # the call's CLIENT span, if traced
                 try:
                     meta = request_meta(request.context, request.key, IDEMPOTENCY_META_KEY)
+                    request.sent = True
                     outcome = await session.call_tool(
                         request.name, dict(request.arguments), meta=meta
                     )
@@ -314,6 +328,7 @@ class MCPConnection:
         check_include(self.server, listed, left_out, strict=strict)
         self._tools = mcp_tools(self.server, listed, self.call, attributes, left_out)
         self._names = frozenset(tool.name for tool in listed) | frozenset(left_out)
+        self._retry_safe = frozenset(tool.name for tool in listed if retry_safe(tool))
         self._covered = max(self._covered, covers)
         self._version += 1
         self._listed.set()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, final
 import anyio
 from anyio.abc import TaskGroup
 
+from regiment._misuse import EnterFirst
 from regiment.errors import ConfigError, ToolError
 from regiment.tools._toolset import Toolset
 
@@ -186,8 +187,11 @@ class MCPHub:
             raise ToolError(f"MCP server {missing[0]!r} could not be started (see the log)")
 
 
-class _HubScope(AbstractAsyncContextManager[MCPHub]):
+class _HubScope(EnterFirst, AbstractAsyncContextManager[MCPHub]):
     """Owns the hub's task group; the ``async with`` body's error comes out as itself."""
+
+    entered_as = ("MCPHub.open()", "hub")
+    after = "; leaving the block closes its connections and stops its servers"
 
     def __init__(self, tracer: Tracer | None) -> None:
         self._tg: TaskGroup | None = None

@@ -159,6 +159,9 @@ async def run_attempts(
             return Attempted(None, ToolRaisedBase(exc), attempt)
         else:
             return Attempted(value, None, attempt)
+        if runs_on is not None and runs_on[1].why:  # runs on unseen: never a second beside it
+            _log.warning("a timed-out tool call was not tried again: %s", runs_on[1].why)
+            return Attempted(None, TimedOut(runs_on[0], note=f"; {runs_on[1].why}"), attempt)
         await policy.sleep(policy.backoff_delay(attempt))
         # A sync body that timed out may run on: never a second one beside it. It gets the
         # timeout once more to end; one still running then ends the call (the model decides).

@@ -67,19 +67,29 @@ class LeftRunning:
 
     A retry started at once would run a second body beside it (two payments in flight
     with one idempotency key), so the attempt loop waits for it first (:meth:`ended_within`).
+    A call that runs on where no end can be seen (an MCP server's: see ``unseen``) is
+    not tried again at all; ``why`` says so.
     """
 
-    __slots__ = ("_ended",)
+    __slots__ = ("_ended", "why")
 
     def __init__(self) -> None:
         self._ended: anyio.Event | None = None  # set by the body left running as it ends
+        self.why = ""  # a body runs on whose end cannot be seen: why it is not tried again
 
     def runs_on(self, ended: anyio.Event) -> None:
         """A body was left running; ``ended`` is set as it ends."""
         self._ended = ended
 
+    def unseen(self, why: str) -> None:
+        """The attempt may run on where its end cannot be seen (``why``, said after the
+        timeout in the call's error): no retry is made beside it."""
+        self.why = why
+
     async def ended_within(self, seconds: float) -> bool:
         """Whether no body of the attempt runs on, waiting up to ``seconds`` for it."""
+        if self.why:
+            return False
         if self._ended is None:
             return True
         with anyio.move_on_after(seconds):

@@ -42,21 +42,21 @@ def failed_reply(usage: Usage) -> ModelResponse:
 
 
 def charge_failed(responses: list[ModelResponse], exc: ModelError) -> None:
-    """Count what the failed call ``exc`` reported spending in the chain's ``responses``
-    (charged as replies: one model call each); nothing if it reported nothing."""
-    if exc.usage is not None:
-        responses.append(failed_reply(exc.usage))
-        responses.extend(failed_reply(Usage()) for _ in range(exc.model_calls - 1))
+    """Count the failed call ``exc`` in the chain's ``responses`` (charged as replies: one
+    model call each), at what it reported spending (nothing reported: its tokens unknown,
+    none charged, the call counted all the same)."""
+    responses.append(failed_reply(Usage() if exc.usage is None else exc.usage))
+    responses.extend(failed_reply(Usage()) for _ in range(exc.model_calls - 1))
 
 
 def failure(exc: ModelError) -> tuple[ModelResponse, int, JsonObject]:
-    """What journals the failed call ``exc`` (a judge's, or a worker's own): its reply (what it spent), its model calls
-    (0: it reported no usage, and the run charged none) and ``ModelCallFinished.failed``."""
+    """What journals the failed call ``exc`` (a judge's, or a worker's own): its reply (what
+    it spent; nothing reported: no tokens), its model calls and ``ModelCallFinished.failed``."""
     # An error of a class of one's own (a provider's ModelAPIError subclass, say) is
     # journaled as the nearest class a resume can raise again, so the guard or the step
     # meets it as it did: a ModelRefused caught as such, a permanent ModelAPIError fatal.
     kind = next((c.__name__ for c in type(exc).__mro__ if c in _BASES), ModelError.__name__)
-    calls = 0 if exc.usage is None else exc.model_calls
+    calls = exc.model_calls  # counted whether or not it said what it spent
     failed: JsonObject = {"error": kind, "message": str(exc)}
     if isinstance(exc, ModelAPIError):  # what decides a step's failure: fatal, or replanned
         failed.update(status_code=exc.status_code, permanent=exc.permanent)

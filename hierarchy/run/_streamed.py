@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, final
 
-from regiment._misuse import Misused, WrongType
+from regiment._misuse import EnterFirst, Misused, WrongType
 from regiment.hierarchy.run._channel import RunEnd, RunEvents
 from regiment.hierarchy.run._resume import Opened
 
@@ -23,15 +23,17 @@ Opens = Callable[[], Awaitable[AbstractAsyncContextManager[Opened]]]
 
 
 @final
-class Streamed:
+class Streamed(EnterFirst):
     """An async context manager: entering it starts (or resumes) its run and yields
     its events (``RunEvents``); leaving it ends the run (see ``RunningTeam.stream``).
 
     A stream is one run, so it is entered once: a second ``async with`` of it raises
     a ``ConfigError`` (also a ``RuntimeError``) saying to call ``stream(goal)`` again for
-    another run.
+    another run. Asked for what its events have (``running.stream(goal).ending``), it
+    raises a ``ConfigError`` (also an ``AttributeError``) saying to enter it (``EnterFirst``).
     """
 
+    after = " (the block owns the run: leaving it early cancels the run)"
     __slots__ = ("_again", "_checkpoint", "_opened", "_opens")
 
     def __init__(
@@ -79,6 +81,10 @@ class Streamed:
 
         def __exit__(self, *exc_info):  # Python looks for it before it calls __enter__
             return None
+
+    def entry(self) -> tuple[str, str]:
+        """How the caller made it (``running.stream(goal)``), and what it yields."""
+        return self._again, "events"
 
     def _misused(self, how: str) -> WrongType:
         """``async for event in running.stream(goal)`` (as other libraries' streams are

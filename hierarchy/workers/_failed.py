@@ -9,7 +9,6 @@ from regiment.errors import (
     ClusterLost,
     ConfigError,
     ModelAPIError,
-    ModelError,
     RegimentError,
     StepFailed,
     ToolError,
@@ -17,6 +16,7 @@ from regiment.errors import (
 from regiment.hierarchy._messages import AssignStep, StepReport
 from regiment.hierarchy._model_call import described, raised_class
 from regiment.hierarchy._prompts import HookFailed
+from regiment.hierarchy._raised_by import spent_by
 from regiment.hierarchy.workers._loop import StepProgress
 from regiment.telemetry import error_type
 
@@ -61,11 +61,12 @@ def failed_report(
     """The report of a step that ended by raising ``exc`` (``where`` leads its error text).
 
     A reply the model refused, or a stream that broke after the provider reported its
-    tokens, was billed all the same: the report counts it."""
+    tokens, was billed all the same: the report counts it; so is a model call that
+    failed saying nothing of its tokens (a call all the same: ``spent_by``)."""
     _log_applications(assign, worker, exc)
-    if isinstance(exc, ModelError) and exc.usage is not None:
-        progress.model_calls += exc.model_calls
-        progress.usage = progress.usage + exc.usage
+    if (spent := spent_by(exc)) is not None:
+        progress.model_calls += spent[1]
+        progress.usage = progress.usage + spent[0]
     return progress.report(
         assign,
         worker,
