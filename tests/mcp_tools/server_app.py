@@ -32,7 +32,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.shared.exceptions import MCPError
-from mcp.types import ToolListChangedNotification
+from mcp.types import ToolAnnotations, ToolListChangedNotification
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 gc.freeze()
@@ -42,6 +42,7 @@ gc.enable()
 def build(name: str) -> MCPServer:
     """The server's tools, each for one kind of test."""
     app: MCPServer = MCPServer(name, log_level="ERROR")
+    _tallies(app)
 
     @app.tool()
     def add(a: int, b: int) -> int:
@@ -180,6 +181,40 @@ def build(name: str) -> MCPServer:
         return str(meta.get(key, ""))
 
     return app
+
+
+def _tallies(app: MCPServer) -> None:
+    """``tally`` (and ``tally_again``, which the server marks idempotent) counts a call of
+    ``name`` as it starts, then acts (counts it again) only once ``release`` is called:
+    a sync tool runs in a thread, which a cancelled call cannot stop, so a call whose
+    caller gave up runs on here. ``release`` says how many calls started and acted."""
+    counts: dict[str, list[int]] = {}
+    released: set[str] = set()
+    changed = threading.Condition()
+
+    def tally(name: str) -> str:
+        """Count a start, wait for ``release``, count an act."""
+        with changed:
+            counts.setdefault(name, [0, 0])[0] += 1
+            changed.notify_all()
+            changed.wait_for(lambda: name in released, timeout=30)
+            counts[name][1] += 1
+            changed.notify_all()
+        return "acted"
+
+    app.add_tool(tally, name="tally")
+    app.add_tool(tally, name="tally_again", annotations=ToolAnnotations(idempotent_hint=True))
+
+    @app.tool()
+    def release(name: str, started: int) -> dict[str, int]:
+        """Let the calls of ``name`` act, once ``started`` of them have started; how many
+        started and acted."""
+        with changed:
+            changed.wait_for(lambda: counts.get(name, [0, 0])[0] >= started, timeout=30)
+            released.add(name)
+            changed.notify_all()
+            changed.wait_for(lambda: counts[name][1] == counts[name][0], timeout=30)
+            return {"started": counts[name][0], "acted": counts[name][1]}
 
 
 def _guarded(app: ASGIApp, token: list[str] | None) -> ASGIApp:
