@@ -17,7 +17,7 @@ trace.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import _AsyncGeneratorContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, final
@@ -164,7 +164,7 @@ class Team:
 
     async def _started(
         self, journal: JournalSpec, lease_ttl: float, team_file: TeamFile | None
-    ) -> AsyncIterator[RunningTeam]:
+    ) -> AsyncGenerator[RunningTeam, None]:
         """The body of :meth:`start`'s block: the team runs while it is suspended."""
         seconds("Team.start", "lease_ttl", lease_ttl)
         # The run engine loads when a team first starts, not with Team (issue #22): a
