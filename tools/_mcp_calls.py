@@ -8,7 +8,7 @@ which sends it to the server in a task of its own and answers on the call's one-
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Container, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = (
     "Call",
     "MCPServerLost",
+    "answer_of",
     "dispatch",
     "lost",
     "may_run_on",
@@ -105,6 +106,28 @@ def unreadable(server: str, in_flight: set[Call], exc: Exception) -> None:
             request.reply.send_nowait(ToolError(message))
         request.scope.cancel()
     in_flight.clear()
+
+
+async def answer_of(
+    request: Call,
+    answer: MemoryObjectReceiveStream[CallToolResult | ToolError],
+    server: str,
+    safe: Container[str],
+) -> CallToolResult | ToolError | None:
+    """The owner's answer to ``request`` (``None``: it closed the reply unanswered, its
+    connection broke). A caller that stops waiting (its timeout, its step's end) stops the
+    call in the owner; one sent by then may run on in the server (``may_run_on``), unless
+    the server marks its tool safe to repeat (``safe``: the names it marks so)."""
+    try:
+        return await answer.receive()
+    except anyio.EndOfStream:
+        return None
+    except anyio.get_cancelled_exc_class():
+        if request.sent and request.name not in safe:
+            may_run_on(server, request.name)
+        raise
+    finally:
+        request.scope.cancel()  # a no-op once answered; else stops the call in the owner
 
 
 def retry_safe(listed: ListedTool) -> bool:

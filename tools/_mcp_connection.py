@@ -38,8 +38,8 @@ from regiment.telemetry import activated
 from regiment.tools._mcp_calls import (
     Call,
     MCPServerLost,
+    answer_of,
     dispatch,
-    may_run_on,
     refuse,
     retry_safe,
     unreadable,
@@ -162,16 +162,9 @@ class MCPConnection:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 reply.close()
                 raise MCPServerLost(f"MCP server {self.server.name!r} is stopped") from None
-            try:
-                outcome = await answer.receive()
-            except anyio.EndOfStream:
-                raise MCPServerLost(self._gone or self._restarts.lost_mid_call()) from None
-            except anyio.get_cancelled_exc_class():  # cut (its timeout, its step's end)
-                if request.sent and name not in self._retry_safe:
-                    may_run_on(self.server.name, name)
-                raise
-            finally:
-                request.scope.cancel()  # a no-op once answered; else stops the call in the owner
+            outcome = await answer_of(request, answer, self.server.name, self._retry_safe)
+        if outcome is None:  # the owner closed the call's reply: the connection broke
+            raise MCPServerLost(self._gone or self._restarts.lost_mid_call())
         if self._covered < self._noticed:
             await self._settled()
         if name not in self._names and not isinstance(outcome, MCPServerLost):
