@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from regiment.errors import RunError
-from regiment.hierarchy import Budget, Critic, Planner, Team, Worker
-from regiment.models import Model, ModelRequest, ModelResponse, ScriptedModel, Usage
+from regiment.errors import ModelAPIError, ModelError, RunError
+from regiment.hierarchy import Budget, Critic, Planner, PlanSubject, Team, Worker
+from regiment.hierarchy.guard import Outcome, Pass, ReplySubject, judge
+from regiment.models import Message, Model, ModelRequest, ModelResponse, ScriptedModel, Usage
 
 from ..models.standin import StandIn
 from ..models.wires import Wire
@@ -85,3 +86,34 @@ async def test_a_call_of_a_model_of_ones_own_that_raised_is_counted(role: str) -
     failed = caught.value.failed
     assert failed is not None
     assert failed.model_calls == CALLS[role]
+
+
+def _overloaded(request: ModelRequest) -> ModelResponse:
+    raise ModelAPIError("the judge's API answered 529 overloaded_error", status_code=529)
+
+
+async def _lenient(subject: object) -> Outcome:
+    """A guard whose judge call fails, and which lets the subject through then."""
+    try:
+        await judge(ScriptedModel(_overloaded), ModelRequest(messages=(Message.user("ok?"),)))
+    except ModelError:
+        return Pass()
+    raise AssertionError("the judge's model answered")
+
+
+@pytest.mark.parametrize("on", ["plan", "step"])
+async def test_a_judge_call_that_failed_with_no_usage_is_counted(on: str) -> None:
+    async def plan_guard(subject: PlanSubject) -> Outcome:
+        return await _lenient(subject)
+
+    async def step_guard(subject: ReplySubject) -> Outcome:
+        return await _lenient(subject)
+
+    model = ScriptedModel(Brain([ONE_STEP]))
+    worker = Worker(
+        name="w", description="works", model=model, guardrails=[step_guard] if on == "step" else []
+    )
+    planner = Planner(model=model, guardrails=[plan_guard] if on == "plan" else [])
+    result = await Team(name="t", planner=planner, workers=[worker]).run("go")
+    assert result.status == "completed"
+    assert result.model_calls == 4  # plan, its judge or the step's, the step, synthesis
