@@ -42,7 +42,6 @@ gc.enable()
 def build(name: str) -> MCPServer:
     """The server's tools, each for one kind of test."""
     app: MCPServer = MCPServer(name, log_level="ERROR")
-    _tallies(app)
 
     @app.tool()
     def add(a: int, b: int) -> int:
@@ -180,6 +179,7 @@ def build(name: str) -> MCPServer:
         meta = ctx.request_context.meta or {}
         return str(meta.get(key, ""))
 
+    _tallies(app)  # last: the tests that list the tools read the others first
     return app
 
 
